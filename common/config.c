@@ -1,0 +1,442 @@
+/*
+ * toolrun.conf parser. Async-signal-safe: no malloc, no stdio. inih runs
+ * over a string, with its line buffer on the stack.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <ini.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sbuf.h"
+#include "util.h"
+
+#ifndef TOOLRUN_SYSCONFDIR
+#define TOOLRUN_SYSCONFDIR "/etc"
+#endif
+
+const char config_default_path[] = TOOLRUN_SYSCONFDIR "/toolrun/toolrun.conf";
+
+/* Longest accepted line. inih keeps its line buffer on the stack. */
+#define CONFIG_MAX_LINE 4096
+#define TIMEOUT_MAX (7 * 24 * 3600)
+#define BYTES_MAX (UINT64_C(1) << 40)
+#define LINES_MAX (UINT64_C(1) << 40)
+
+/* What the handler needs besides the config. */
+struct parse_state {
+	struct config *cfg;
+	bool failed;
+	bool seen[8]; /* scalar keys of the global section already set */
+};
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+	size_t n = strlen(src);
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* Record the first error; the line number is added by the caller. */
+static int fail(struct parse_state *st, const char *a, const char *b,
+		const char *c)
+{
+	if (!st->failed) {
+		struct sbuf sb = SBUF_INIT(st->cfg->error);
+		sbuf_add(&sb, a);
+		if (b)
+			sbuf_add(&sb, b);
+		if (c)
+			sbuf_add(&sb, c);
+		st->failed = true;
+	}
+	return 0;
+}
+
+void config_init(struct config *cfg, const char *file)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	copy_str(cfg->file, sizeof(cfg->file), file);
+	copy_str(cfg->socket, sizeof(cfg->socket), "/run/toolrun/toolrun.sock");
+	cfg->defaults.max_bytes = 4000;
+	cfg->defaults.max_lines = 200;
+	cfg->defaults.timeout_s = 30;
+	cfg->truncate = TRUNCATE_SINK;
+	cfg->fallback = FALLBACK_FAIL;
+}
+
+/* Parse a decimal number in [0, max]. */
+static bool parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (*s == '\0')
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		unsigned d = (unsigned)(*s - '0');
+		if (v > (max - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return true;
+}
+
+static const char *pool_str(const struct config *cfg, uint32_t off)
+{
+	return cfg->pool + off;
+}
+
+static int find_by_name(const struct config *cfg, const char *name, size_t len)
+{
+	for (unsigned i = 0; i < cfg->ntools; i++) {
+		const struct tool *t = &cfg->tools[i];
+		if (t->name_len == len &&
+		    memcmp(pool_str(cfg, t->name), name, len) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+static int add_tool(struct parse_state *st, const char *name, size_t len)
+{
+	struct config *cfg = st->cfg;
+	char shown[300];
+	struct sbuf sb = SBUF_INIT(shown);
+	sbuf_addn(&sb, name, len);
+
+	bool is_path = name[0] == '/';
+	if (!is_path && memchr(name, '/', len))
+		return fail(st, "tool '", shown,
+			    "' must be a program name or an absolute path");
+	if (len > (is_path ? CONFIG_PATH_MAX - 1 : 255))
+		return fail(st, "tool name too long: ", shown, NULL);
+	if (find_by_name(cfg, name, len) >= 0)
+		return fail(st, "tool '", shown, "' is listed twice");
+	if (cfg->ntools == CONFIG_MAX_TOOLS)
+		return fail(st, "too many tools (the limit is 128)", NULL, NULL);
+	if (cfg->pool_len + len + 1 > sizeof(cfg->pool))
+		return fail(st, "tool names too long in total", NULL, NULL);
+
+	struct tool *t = &cfg->tools[cfg->ntools++];
+	memset(t, 0, sizeof(*t));
+	t->name = (uint32_t)cfg->pool_len;
+	t->name_len = (uint16_t)len;
+	t->is_path = is_path;
+	memcpy(cfg->pool + cfg->pool_len, name, len);
+	cfg->pool[cfg->pool_len + len] = '\0';
+	cfg->pool_len += len + 1;
+	if (is_path)
+		cfg->has_path_tools = true;
+	return 1;
+}
+
+static int parse_tools(struct parse_state *st, const char *value)
+{
+	const char *p = value;
+
+	while (*p) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		const char *start = p;
+		while (*p && *p != ' ' && *p != '\t')
+			p++;
+		if (p > start && !add_tool(st, start, (size_t)(p - start)))
+			return 0;
+	}
+	return 1;
+}
+
+/* A limit key valid both globally and in [tool.NAME]. */
+static int parse_limit(struct parse_state *st, const char *name,
+		       const char *value, struct limits *lim, uint8_t *set)
+{
+	uint64_t v;
+
+	if (strcmp(name, "max_bytes") == 0) {
+		if (!parse_uint(value, BYTES_MAX, &v))
+			return fail(st, "max_bytes must be a number of bytes (0 for no limit), not '",
+				    value, "'");
+		lim->max_bytes = v;
+		*set |= LIMIT_SET_MAX_BYTES;
+	} else if (strcmp(name, "max_lines") == 0) {
+		if (!parse_uint(value, LINES_MAX, &v))
+			return fail(st, "max_lines must be a number of lines (0 for no limit), not '",
+				    value, "'");
+		lim->max_lines = v;
+		*set |= LIMIT_SET_MAX_LINES;
+	} else if (strcmp(name, "timeout") == 0) {
+		if (!parse_uint(value, TIMEOUT_MAX, &v))
+			return fail(st, "timeout must be a number of seconds up to 604800 (0 for none), not '",
+				    value, "'");
+		lim->timeout_s = (uint32_t)v;
+		*set |= LIMIT_SET_TIMEOUT;
+	} else {
+		return -1; /* not a limit key */
+	}
+	return 1;
+}
+
+/* Keys that may appear once in the global section. */
+static const char *const scalar_keys[] = {
+	"socket", "max_bytes", "max_lines", "timeout", "truncate", "fallback",
+};
+
+static int handle_global(struct parse_state *st, const char *name,
+			 const char *value)
+{
+	struct config *cfg = st->cfg;
+
+	if (strcmp(name, "tools") == 0)
+		return parse_tools(st, value);
+
+	for (unsigned i = 0; i < ARRAY_SIZE(scalar_keys); i++) {
+		if (strcmp(name, scalar_keys[i]) != 0)
+			continue;
+		if (st->seen[i])
+			return fail(st, "'", name, "' is set twice");
+		st->seen[i] = true;
+	}
+
+	uint8_t set = 0;
+	int r = parse_limit(st, name, value, &cfg->defaults, &set);
+	if (r >= 0)
+		return r;
+
+	if (strcmp(name, "socket") == 0) {
+		if (value[0] != '/')
+			return fail(st, "socket must be an absolute path, not '",
+				    value, "'");
+		/* toolrund binds PATH.new and renames it over PATH. */
+		if (strlen(value) > CONFIG_SOCKET_MAX - 1 - 4)
+			return fail(st, "socket path is longer than 103 bytes: ",
+				    value, NULL);
+		copy_str(cfg->socket, sizeof(cfg->socket), value);
+	} else if (strcmp(name, "truncate") == 0) {
+		if (strcmp(value, "sink") == 0)
+			cfg->truncate = TRUNCATE_SINK;
+		else if (strcmp(value, "always") == 0)
+			cfg->truncate = TRUNCATE_ALWAYS;
+		else
+			return fail(st, "truncate must be 'sink' or 'always', not '",
+				    value, "'");
+	} else if (strcmp(name, "fallback") == 0) {
+		if (strcmp(value, "fail") == 0)
+			cfg->fallback = FALLBACK_FAIL;
+		else if (strcmp(value, "direct") == 0)
+			cfg->fallback = FALLBACK_DIRECT;
+		else
+			return fail(st, "fallback must be 'fail' or 'direct', not '",
+				    value, "'");
+	} else {
+		return fail(st, "unknown key '", name, "'");
+	}
+	return 1;
+}
+
+static int handle_tool(struct parse_state *st, const char *section,
+		       const char *name, const char *value)
+{
+	const char *tool_name = section + 5; /* after "tool." */
+	int idx = find_by_name(st->cfg, tool_name, strlen(tool_name));
+	if (idx < 0)
+		return fail(st, "[", section,
+			    "] names a tool that the 'tools' key does not list");
+
+	struct tool *t = &st->cfg->tools[idx];
+	uint8_t before = t->set, set = 0;
+	int r = parse_limit(st, name, value, &t->own, &set);
+	if (r < 0) {
+		char where[CONFIG_PATH_MAX + 8];
+		struct sbuf sb = SBUF_INIT(where);
+		sbuf_add(&sb, "' in [");
+		sbuf_add(&sb, section);
+		sbuf_add(&sb, "]");
+		return fail(st, "unknown key '", name, where);
+	}
+	if (r > 0 && (before & set))
+		return fail(st, "'", name, "' is set twice for this tool");
+	t->set |= set;
+	return r;
+}
+
+static int handler(void *user, const char *section, const char *name,
+		   const char *value)
+{
+	struct parse_state *st = user;
+
+	/* An indented continuation line reaches here as the same key again:
+	 * `tools` appends, any other key is then "set twice". */
+	if (st->failed)
+		return 0;
+	if (section[0] == '\0')
+		return handle_global(st, name, value);
+	if (strncmp(section, "tool.", 5) == 0 && section[5] != '\0')
+		return handle_tool(st, section, name, value);
+	return fail(st, "unknown section [", section, "]");
+}
+
+int config_parse_text(struct config *cfg, const char *text)
+{
+	struct parse_state st = {.cfg = cfg};
+
+	/* inih's settings are process-wide variables; set them each time,
+	 * since nothing else in the process may use inih. */
+	ini_max_line = CONFIG_MAX_LINE;
+	ini_use_stack = true;
+	ini_stop_on_first_error = true;
+	ini_allow_multiline = true;
+	ini_allow_inline_comments = true;
+	ini_inline_comment_prefixes = ";#";
+	ini_start_comment_prefixes = ";#";
+
+	cfg->error[0] = '\0';
+	int line = ini_parse_string(text, handler, &st);
+	if (line == 0 && !st.failed)
+		return 0;
+
+	/* Prefix "FILE:LINE: " to the message. */
+	char msg[CONFIG_ERROR_MAX];
+	copy_str(msg, sizeof(msg), cfg->error);
+	struct sbuf sb = SBUF_INIT(cfg->error);
+	cfg->error[0] = '\0';
+	sbuf_add(&sb, cfg->file);
+	sbuf_addc(&sb, ':');
+	sbuf_add_i64(&sb, line > 0 ? line : 0);
+	sbuf_add(&sb, ": ");
+	sbuf_add(&sb, st.failed ? msg
+				: "syntax error: expected 'key = value' or '[section]'");
+	return -EINVAL;
+}
+
+int config_load(struct config *cfg, const char *file, char *scratch)
+{
+	config_init(cfg, file);
+
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		int err = errno;
+		struct sbuf sb = SBUF_INIT(cfg->error);
+		sbuf_add(&sb, "cannot read ");
+		sbuf_add(&sb, file);
+		sbuf_add(&sb, ": ");
+		sbuf_add(&sb, errno_text(err));
+		return -err;
+	}
+
+	size_t len = 0;
+	int err = 0;
+	for (;;) {
+		ssize_t n = read(fd, scratch + len, CONFIG_MAX_FILE + 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > CONFIG_MAX_FILE) {
+			err = EFBIG;
+			break;
+		}
+	}
+	close(fd);
+
+	if (err) {
+		struct sbuf sb = SBUF_INIT(cfg->error);
+		sbuf_add(&sb, "cannot read ");
+		sbuf_add(&sb, file);
+		sbuf_add(&sb, ": ");
+		sbuf_add(&sb, err == EFBIG ? "larger than 65536 bytes"
+					   : errno_text(err));
+		return -err;
+	}
+	if (memchr(scratch, '\0', len)) {
+		struct sbuf sb = SBUF_INIT(cfg->error);
+		sbuf_add(&sb, file);
+		sbuf_add(&sb, ": contains a NUL byte; not a text file");
+		return -EINVAL;
+	}
+	scratch[len] = '\0';
+	return config_parse_text(cfg, scratch);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+int config_find_tool(struct config *cfg, const char *path)
+{
+	return config_find_tool_at(cfg, AT_FDCWD, path);
+}
+
+int config_find_tool_at(struct config *cfg, int dirfd, const char *path)
+{
+	const char *base = base_name(path);
+	size_t blen = strlen(base);
+
+	for (unsigned i = 0; i < cfg->ntools; i++) {
+		const struct tool *t = &cfg->tools[i];
+		const char *name = pool_str(cfg, t->name);
+		if (t->is_path ? strcmp(name, path) == 0
+			       : (t->name_len == blen &&
+				  memcmp(name, base, blen) == 0))
+			return (int)i;
+	}
+	if (!cfg->has_path_tools)
+		return -1;
+
+	/* Path entries also match any other name of the same file. */
+	struct stat st;
+	if (fstatat(dirfd, path, &st, 0) < 0)
+		return -1;
+	for (unsigned i = 0; i < cfg->ntools; i++) {
+		struct tool *t = &cfg->tools[i];
+		if (!t->is_path)
+			continue;
+		if (t->id_state == 0) {
+			struct stat ts;
+			if (stat(pool_str(cfg, t->name), &ts) == 0) {
+				t->dev = ts.st_dev;
+				t->ino = ts.st_ino;
+				t->id_state = 1;
+			} else {
+				t->id_state = -1;
+			}
+		}
+		if (t->id_state == 1 && t->dev == st.st_dev &&
+		    t->ino == st.st_ino)
+			return (int)i;
+	}
+	return -1;
+}
+
+const char *config_tool_name(const struct config *cfg, int tool)
+{
+	return pool_str(cfg, cfg->tools[tool].name);
+}
+
+struct limits config_tool_limits(const struct config *cfg, int tool)
+{
+	struct limits lim = cfg->defaults;
+	const struct tool *t = &cfg->tools[tool];
+
+	if (t->set & LIMIT_SET_MAX_BYTES)
+		lim.max_bytes = t->own.max_bytes;
+	if (t->set & LIMIT_SET_MAX_LINES)
+		lim.max_lines = t->own.max_lines;
+	if (t->set & LIMIT_SET_TIMEOUT)
+		lim.timeout_s = t->own.timeout_s;
+	return lim;
+}

@@ -1,0 +1,102 @@
+/*
+ * toolrun.conf: one INI file read by both toolrund and libtoolrun.so.
+ *
+ * The parser is inih, fed from memory, and the result is a fixed-size
+ * struct: the library parses the file inside exec hooks, where neither
+ * malloc nor stdio may be used. docs/config.md is the reference.
+ */
+#ifndef TOOLRUN_CONFIG_H
+#define TOOLRUN_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Larger files are refused: a config is a page or two of text. */
+#define CONFIG_MAX_FILE (64 * 1024)
+#define CONFIG_MAX_TOOLS 128
+/* Tool names and paths are stored back to back in one pool. */
+#define CONFIG_POOL_SIZE (16 * 1024)
+#define CONFIG_SOCKET_MAX 108 /* sizeof(sun_path) */
+#define CONFIG_PATH_MAX 1024
+#define CONFIG_ERROR_MAX 1280
+
+enum truncate_mode {
+	TRUNCATE_SINK,   /* shape only what reaches the agent */
+	TRUNCATE_ALWAYS, /* shape every output stream */
+};
+
+enum fallback_mode {
+	FALLBACK_FAIL,   /* daemon unreachable: the exec fails with EACCES */
+	FALLBACK_DIRECT, /* daemon unreachable: run the program locally */
+};
+
+/* Output and time limits. Zero means "no limit". */
+struct limits {
+	uint64_t max_bytes;
+	uint64_t max_lines;
+	uint32_t timeout_s;
+};
+
+enum {
+	LIMIT_SET_MAX_BYTES = 1 << 0,
+	LIMIT_SET_MAX_LINES = 1 << 1,
+	LIMIT_SET_TIMEOUT = 1 << 2,
+};
+
+struct tool {
+	uint32_t name;     /* offset of the NUL-terminated name in the pool */
+	uint16_t name_len;
+	bool is_path;      /* an absolute path rather than a program name */
+	uint8_t set;       /* LIMIT_SET_* given in [tool.NAME] */
+	struct limits own; /* the overrides named by `set` */
+	/* For a path entry: the file's identity, looked up on first use, so
+	 * that /bin/cat and /usr/bin/cat are one tool. */
+	int8_t id_state; /* 0 not looked up, 1 known, -1 no such file */
+	dev_t dev;
+	ino_t ino;
+};
+
+struct config {
+	char file[CONFIG_PATH_MAX]; /* where it was read from, for messages */
+	char socket[CONFIG_SOCKET_MAX];
+	struct limits defaults;
+	enum truncate_mode truncate;
+	enum fallback_mode fallback;
+	unsigned ntools;
+	bool has_path_tools;
+	struct tool tools[CONFIG_MAX_TOOLS];
+	size_t pool_len;
+	char pool[CONFIG_POOL_SIZE];
+	/* The first error, as "FILE:LINE: what is wrong". */
+	char error[CONFIG_ERROR_MAX];
+};
+
+/* Where the config lives unless TOOLRUN_CONFIG or --config says otherwise. */
+extern const char config_default_path[];
+
+/* Fill cfg with the built-in defaults. */
+void config_init(struct config *cfg, const char *file);
+
+/* Parse text (NUL-terminated). Returns 0, or -EINVAL with cfg->error set. */
+int config_parse_text(struct config *cfg, const char *text);
+
+/*
+ * Read and parse a file. scratch must hold CONFIG_MAX_FILE + 1 bytes.
+ * Returns 0, or a negative errno with cfg->error set (-EINVAL: bad
+ * content; anything else: the file could not be read).
+ */
+int config_load(struct config *cfg, const char *file, char *scratch);
+
+/* The index of the tool that the executable at path is, or -1. A name
+ * entry matches the path's last component; a path entry matches the same
+ * file under any name. Relative paths are looked up from dirfd. */
+int config_find_tool(struct config *cfg, const char *path);
+int config_find_tool_at(struct config *cfg, int dirfd, const char *path);
+
+const char *config_tool_name(const struct config *cfg, int tool);
+
+/* The limits in force for a tool: its overrides over the defaults. */
+struct limits config_tool_limits(const struct config *cfg, int tool);
+
+#endif

@@ -1,0 +1,47 @@
+#include "util.h"
+
+#include <string.h>
+
+int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int read_exact(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EPIPE;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+const char *errno_text(int err)
+{
+	/* strerror() may translate and allocate; strerrordesc_np() is a
+	 * plain table lookup (glibc 2.32+). */
+	const char *s = strerrordesc_np(err < 0 ? -err : err);
+	return s ? s : "Unknown error";
+}

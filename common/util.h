@@ -1,0 +1,71 @@
+/*
+ * Small helpers shared by every toolrun component.
+ *
+ * Error convention, used throughout toolrun:
+ *   - A function that can fail returns an int: 0 (or a count) on success,
+ *     and a negative errno value (-ENOENT, -EPROTO, ...) on failure.
+ *   - A positive value that is not a count is an expected outcome the
+ *     caller must handle; such functions name their results in an enum.
+ *   - errno itself is only read straight after the call that set it.
+ *
+ * Everything here is async-signal-safe: the preload library uses it in
+ * vfork children and in the fork child of multithreaded programs.
+ */
+#ifndef TOOLRUN_UTIL_H
+#define TOOLRUN_UTIL_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#define UNUSED __attribute__((unused))
+#define NORETURN __attribute__((noreturn))
+#define HIDDEN __attribute__((visibility("hidden")))
+
+/* Close an fd, keeping errno, and mark it closed. */
+static inline void close_fd(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+		*fd = -1;
+	}
+}
+
+/* `_cleanup_close_ int fd = ...;` closes fd when it goes out of scope. */
+#define _cleanup_close_ __attribute__((cleanup(close_fd)))
+
+/* Hand an fd over to a new owner: the cleanup no longer closes it. */
+static inline int steal_fd(int *fd)
+{
+	int r = *fd;
+	*fd = -1;
+	return r;
+}
+
+/* Retry a syscall that failed with EINTR. Returns -errno on failure. */
+#define RETRY_EINTR(expr)                                                      \
+	({                                                                     \
+		long _r;                                                       \
+		do                                                             \
+			_r = (long)(expr);                                     \
+		while (_r < 0 && errno == EINTR);                              \
+		_r < 0 ? -(long)errno : _r;                                    \
+	})
+
+/* Write all of buf to fd (blocking). Returns 0 or -errno. */
+int write_all(int fd, const void *buf, size_t len);
+
+/* Read exactly len bytes. Returns 0, -errno, or -EPIPE at early EOF. */
+int read_exact(int fd, void *buf, size_t len);
+
+/* The English text of an errno value, without locale or allocation. */
+const char *errno_text(int err);
+
+#endif

@@ -1,0 +1,152 @@
+#include "launch.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+const char *launch_step_name(enum launch_step step)
+{
+	switch (step) {
+	case LAUNCH_STEP_FORK: return "fork";
+	case LAUNCH_STEP_SIGNALS: return "reset signals";
+	case LAUNCH_STEP_SESSION: return "setsid";
+	case LAUNCH_STEP_PARENT_DEATH: return "parent death signal";
+	case LAUNCH_STEP_FDS: return "arrange file descriptors";
+	case LAUNCH_STEP_CWD: return "enter the working directory";
+	case LAUNCH_STEP_EXEC: return "execve";
+	case LAUNCH_STEP_NONE:
+	default: return "launch";
+	}
+}
+
+static NORETURN void fail(int status_fd, enum launch_step step)
+{
+	struct launch_report rep = {.step = step, .err = errno};
+	(void)write_all(status_fd, &rep, sizeof(rep));
+	_exit(127);
+}
+
+static int reset_signals(void)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigset_t none;
+
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &dfl, NULL); /* EINVAL for glibc's own: fine */
+	sigemptyset(&none);
+	return sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static void sort_ints(int *v, unsigned n)
+{
+	for (unsigned i = 1; i < n; i++) {
+		int x = v[i];
+		unsigned j = i;
+		while (j > 0 && v[j - 1] > x) {
+			v[j] = v[j - 1];
+			j--;
+		}
+		v[j] = x;
+	}
+}
+
+/* Mark close-on-exec every fd in [lo, hi]. */
+static int cloexec_range(unsigned lo, unsigned hi)
+{
+	if (syscall(SYS_close_range, lo, hi, CLOSE_RANGE_CLOEXEC) == 0)
+		return 0;
+	if (errno != ENOSYS && errno != EINVAL)
+		return -1;
+	/* Kernels before 5.11: walk the fd table. */
+	int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -1;
+	char buf[1024];
+	long n;
+	while ((n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(buf + off);
+			off += d->d_reclen;
+			if (d->d_name[0] < '0' || d->d_name[0] > '9')
+				continue;
+			unsigned fd = 0;
+			for (const char *p = d->d_name; *p; p++)
+				fd = fd * 10 + (unsigned)(*p - '0');
+			if (fd >= lo && fd <= hi && (int)fd != dir)
+				fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+		}
+	}
+	close(dir);
+	return n < 0 ? -1 : 0;
+}
+
+/* Put each source fd at its target number; everything else is closed at
+ * exec. Sources first move above every target, so no dup2() clobbers a
+ * source that is still to be placed. */
+static int arrange_fds(const struct launch_plan *p, int *status_fd, int *cwd_fd)
+{
+	int *moved = p->scratch, *sorted = p->scratch + p->ntargets;
+	int base = 3;
+
+	for (unsigned i = 0; i < p->ntargets; i++)
+		if ((int)p->targets[i] + 1 > base)
+			base = (int)p->targets[i] + 1;
+
+	for (unsigned i = 0; i < p->ntargets; i++) {
+		moved[i] = fcntl(p->src_fds[i], F_DUPFD_CLOEXEC, base);
+		if (moved[i] < 0)
+			return -1;
+	}
+	int s = fcntl(*status_fd, F_DUPFD_CLOEXEC, base);
+	int c = fcntl(*cwd_fd, F_DUPFD_CLOEXEC, base);
+	if (s < 0 || c < 0)
+		return -1;
+	*status_fd = s;
+	*cwd_fd = c;
+
+	for (unsigned i = 0; i < p->ntargets; i++) {
+		/* dup2() leaves the new fd without FD_CLOEXEC. */
+		if (dup2(moved[i], (int)p->targets[i]) < 0)
+			return -1;
+		sorted[i] = (int)p->targets[i];
+	}
+	sort_ints(sorted, p->ntargets);
+
+	unsigned from = 0;
+	for (unsigned i = 0; i < p->ntargets; i++) {
+		unsigned t = (unsigned)sorted[i];
+		if (t > from && cloexec_range(from, t - 1) < 0)
+			return -1;
+		from = t + 1;
+	}
+	return cloexec_range(from, ~0U);
+}
+
+void launch_child(const struct launch_plan *plan, int status_fd)
+{
+	int cwd_fd = plan->cwd_fd;
+
+	if (reset_signals() < 0)
+		fail(status_fd, LAUNCH_STEP_SIGNALS);
+	if (setsid() < 0)
+		fail(status_fd, LAUNCH_STEP_SESSION);
+	/* If the launcher dies, so does the program; and it may already
+	 * have died before the request took effect. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		fail(status_fd, LAUNCH_STEP_PARENT_DEATH);
+	if (getppid() != plan->launcher) {
+		errno = ESRCH;
+		fail(status_fd, LAUNCH_STEP_PARENT_DEATH);
+	}
+	if (arrange_fds(plan, &status_fd, &cwd_fd) < 0)
+		fail(status_fd, LAUNCH_STEP_FDS);
+	if (fchdir(cwd_fd) < 0)
+		fail(status_fd, LAUNCH_STEP_CWD);
+	execve(plan->path, plan->argv, plan->envp);
+	fail(status_fd, LAUNCH_STEP_EXEC);
+}

@@ -1,0 +1,51 @@
+/*
+ * The steps between fork() and execve() for a program toolrun runs.
+ *
+ * In the child of the launcher: default signal dispositions and an empty
+ * mask, a new session (so the timeout can kill the whole group), death
+ * with the launcher, the caller's fds at their numbers and nothing else,
+ * the caller's working directory, then execve(). A failure is reported
+ * to the launcher through a close-on-exec pipe as (step, errno).
+ */
+#ifndef TOOLRUN_LAUNCH_H
+#define TOOLRUN_LAUNCH_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "util.h"
+
+enum launch_step {
+	LAUNCH_STEP_NONE = 0,
+	LAUNCH_STEP_FORK,
+	LAUNCH_STEP_SIGNALS,
+	LAUNCH_STEP_SESSION,
+	LAUNCH_STEP_PARENT_DEATH,
+	LAUNCH_STEP_FDS,
+	LAUNCH_STEP_CWD,
+	LAUNCH_STEP_EXEC,
+};
+
+const char *launch_step_name(enum launch_step step);
+
+struct launch_plan {
+	const char *path;
+	char **argv;
+	char **envp;
+	int cwd_fd;
+	const int *src_fds;       /* one per target, as received */
+	const uint32_t *targets;  /* the fd number each gets in the program */
+	unsigned ntargets;
+	int *scratch;             /* 2 * ntargets ints, for the child's use */
+	pid_t launcher;           /* the child's parent */
+};
+
+/* What a failing child writes to the status pipe. */
+struct launch_report {
+	int32_t step;
+	int32_t err;
+};
+
+NORETURN void launch_child(const struct launch_plan *plan, int status_fd);
+
+#endif

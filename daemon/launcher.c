@@ -1,0 +1,369 @@
+#include "launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "launch.h"
+#include "launcher.pb-c.h"
+#include "log.h"
+#include "util.h"
+
+/* Orders are the size of a request at most, plus a little framing. */
+#define ORDER_MAX_PAYLOAD (FRAME_MAX_CLIENT_PAYLOAD + 64 * 1024)
+
+struct launched {
+	uint64_t job;
+	pid_t pid;
+	bool released;
+	struct launched *next;
+};
+
+/* The launcher process's one context. */
+struct launcher {
+	int chan;
+	int sigfd;
+	pid_t self;
+	struct frame_reader reader;
+	int fds[FRAME_MAX_FDS];
+	struct launched *jobs;
+};
+
+static NORETURN void fatal(const char *what, int err)
+{
+	log_error("launcher: %s: %s", what, errno_text(err));
+	_exit(1);
+}
+
+static bool grow(struct frame_reader *r, size_t need)
+{
+	size_t cap = r->payload_cap ? r->payload_cap : 64 * 1024;
+	while (cap < need)
+		cap *= 2;
+	uint8_t *p = realloc(r->payload, cap);
+	if (!p)
+		return false;
+	r->payload = p;
+	r->payload_cap = cap;
+	return true;
+}
+
+static void send_msg(struct launcher *L, const Toolrun__Launcher__FromLauncher *msg)
+{
+	uint8_t stack[256];
+	size_t len = frame_size(&msg->base);
+	uint8_t *buf = len <= sizeof(stack) ? stack : malloc(len);
+
+	if (!buf)
+		fatal("send", ENOMEM);
+	frame_pack(&msg->base, 0, buf);
+	int r = frame_send(L->chan, buf, len, NULL, 0);
+	if (buf != stack)
+		free(buf);
+	if (r < 0)
+		fatal("send to listener", -r);
+}
+
+static void report_spawned(struct launcher *L, uint64_t job, pid_t pid,
+			   int err, enum launch_step step)
+{
+	Toolrun__Launcher__Spawned s = TOOLRUN__LAUNCHER__SPAWNED__INIT;
+	Toolrun__Launcher__FromLauncher m = TOOLRUN__LAUNCHER__FROM_LAUNCHER__INIT;
+
+	s.job = job;
+	s.pid = pid;
+	s.error = err;
+	s.step = step;
+	m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_SPAWNED;
+	m.spawned = &s;
+	send_msg(L, &m);
+}
+
+/* Copy protobuf bytes into NUL-terminated strings, NULL-terminated. */
+static char **strings(ProtobufCBinaryData *v, size_t n)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += v[i].len + 1;
+	char **out = malloc((n + 1) * sizeof(char *) + total);
+	if (!out)
+		return NULL;
+	char *p = (char *)(out + n + 1);
+	for (size_t i = 0; i < n; i++) {
+		if (memchr(v[i].data, '\0', v[i].len))
+			fatal("order carries a NUL inside a string", EPROTO);
+		out[i] = p;
+		memcpy(p, v[i].data, v[i].len);
+		p[v[i].len] = '\0';
+		p += v[i].len + 1;
+	}
+	out[n] = NULL;
+	return out;
+}
+
+static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
+		  int *fds, unsigned nfds)
+{
+	/* The listener validated the request; a malformed order means it is
+	 * broken or subverted, and the launcher will not guess. */
+	if (nfds != s->n_fds + 1)
+		fatal("order with a wrong number of fds", EPROTO);
+
+	ProtobufCBinaryData exe = s->executable;
+	char **argv = strings(s->argv, s->n_argv);
+	char **envp = strings(s->envp, s->n_envp);
+	char **path = strings(&exe, 1);
+	int *scratch = malloc((2 * s->n_fds + 1) * sizeof(int));
+	int status[2] = {-1, -1};
+	pid_t pid = -1;
+	int err = 0;
+	enum launch_step step = LAUNCH_STEP_NONE;
+
+	if (!argv || !envp || !path || !scratch) {
+		err = ENOMEM;
+		step = LAUNCH_STEP_FORK;
+		goto out;
+	}
+	if (pipe2(status, O_CLOEXEC) < 0) {
+		err = errno;
+		step = LAUNCH_STEP_FORK;
+		goto out;
+	}
+	struct launch_plan plan = {
+		.path = path[0],
+		.argv = argv,
+		.envp = envp,
+		.cwd_fd = fds[0],
+		.src_fds = fds + 1,
+		.targets = s->fds,
+		.ntargets = (unsigned)s->n_fds,
+		.scratch = scratch,
+		.launcher = L->self,
+	};
+	pid = fork();
+	if (pid < 0) {
+		err = errno;
+		step = LAUNCH_STEP_FORK;
+		goto out;
+	}
+	if (pid == 0) {
+		close(status[0]);
+		launch_child(&plan, status[1]);
+	}
+	close_fd(&status[1]);
+
+	/* EOF: execve succeeded. A report: it failed at report.step. */
+	struct launch_report rep;
+	int r = read_exact(status[0], &rep, sizeof(rep));
+	if (r == 0) {
+		err = rep.err;
+		step = (enum launch_step)rep.step;
+		waitpid(pid, NULL, 0);
+		pid = 0;
+	} else if (r != -EPIPE) {
+		err = -r;
+		step = LAUNCH_STEP_EXEC;
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = 0;
+	}
+out:
+	close_fd(&status[0]);
+	close_fd(&status[1]);
+	free(argv);
+	free(envp);
+	free(path);
+	free(scratch);
+	for (unsigned i = 0; i < nfds; i++)
+		close(fds[i]);
+
+	if (pid > 0) {
+		struct launched *j = calloc(1, sizeof(*j));
+		if (!j) {
+			kill(-pid, SIGKILL);
+			err = ENOMEM;
+			step = LAUNCH_STEP_FORK;
+		} else {
+			j->job = s->job;
+			j->pid = pid;
+			j->next = L->jobs;
+			L->jobs = j;
+		}
+	}
+	report_spawned(L, s->job, err ? 0 : pid, err, step);
+}
+
+static struct launched **find(struct launcher *L, uint64_t job)
+{
+	struct launched **at = &L->jobs;
+	while (*at && (*at)->job != job)
+		at = &(*at)->next;
+	return at;
+}
+
+static void forget(struct launched **at)
+{
+	struct launched *j = *at;
+	*at = j->next;
+	free(j);
+}
+
+static void dispatch(struct launcher *L, const Toolrun__Launcher__ToLauncher *m)
+{
+	struct launched **at;
+
+	switch (m->msg_case) {
+	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_SPAWN:
+		spawn(L, m->spawn, L->reader.fds, L->reader.nfds);
+		L->reader.nfds = 0; /* spawn() closed them */
+		return;
+	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_KILL:
+		at = find(L, m->kill->job);
+		if (*at && m->kill->signo > 0 && m->kill->signo < NSIG)
+			kill(-(*at)->pid, m->kill->signo);
+		return;
+	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_RELEASE:
+		at = find(L, m->release->job);
+		if (*at) {
+			/* Still running: end its group; reaped without a report. */
+			kill(-(*at)->pid, SIGKILL);
+			(*at)->released = true;
+		}
+		return;
+	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG__NOT_SET:
+	default:
+		fatal("unknown order", EPROTO);
+	}
+}
+
+static void reap(struct launcher *L)
+{
+	for (;;) {
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+		if (pid <= 0)
+			return;
+		struct launched **at = &L->jobs;
+		while (*at && (*at)->pid != pid)
+			at = &(*at)->next;
+		if (!*at)
+			continue; /* an orphan we adopted as subreaper */
+
+		/* The leader is gone: end what remains of its group now, while
+		 * the group id cannot yet have been reused. */
+		kill(-pid, SIGKILL);
+		if (!(*at)->released) {
+			Toolrun__Launcher__Exited e = TOOLRUN__LAUNCHER__EXITED__INIT;
+			Toolrun__Launcher__FromLauncher m =
+				TOOLRUN__LAUNCHER__FROM_LAUNCHER__INIT;
+			e.job = (*at)->job;
+			e.wait_status = status;
+			m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_EXITED;
+			m.exited = &e;
+			send_msg(L, &m);
+		}
+		forget(at);
+	}
+}
+
+static void shutdown_all(struct launcher *L)
+{
+	for (struct launched *j = L->jobs; j; j = j->next)
+		kill(-j->pid, SIGKILL);
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+}
+
+static NORETURN void launcher_main(struct launcher *L)
+{
+	sigset_t chld;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	if (sigprocmask(SIG_SETMASK, &chld, NULL) < 0)
+		fatal("block SIGCHLD", errno);
+	L->sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (L->sigfd < 0)
+		fatal("signalfd", errno);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		fatal("become subreaper", errno);
+	/* Stopping is the listener's decision, not a terminal's. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+
+	L->reader = (struct frame_reader){
+		.max_payload = ORDER_MAX_PAYLOAD,
+		.grow = grow,
+		.fds = L->fds,
+	};
+
+	for (;;) {
+		struct pollfd p[2] = {{L->chan, POLLIN, 0}, {L->sigfd, POLLIN, 0}};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fatal("poll", errno);
+		}
+		if (p[1].revents) {
+			struct signalfd_siginfo si;
+			while (read(L->sigfd, &si, sizeof(si)) == sizeof(si))
+				;
+			reap(L);
+		}
+		if (!p[0].revents)
+			continue;
+		for (;;) {
+			int r = frame_reader_read(&L->reader, L->chan);
+			if (r == FRAME_READ_AGAIN)
+				break;
+			if (r == FRAME_READ_EOF) {
+				shutdown_all(L);
+				_exit(0);
+			}
+			if (r < 0)
+				fatal("read from listener", -r);
+			Toolrun__Launcher__ToLauncher *m = toolrun__launcher__to_launcher__unpack(
+				NULL, L->reader.h.length, L->reader.payload);
+			if (!m)
+				fatal("undecodable order", EPROTO);
+			dispatch(L, m);
+			toolrun__launcher__to_launcher__free_unpacked(m, NULL);
+			frame_reader_next(&L->reader);
+		}
+	}
+}
+
+int launcher_start(struct launcher_link *link, const int *close_in_child)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int err = errno;
+		close(sv[0]);
+		close(sv[1]);
+		return -err;
+	}
+	if (pid == 0) {
+		struct launcher L = {.chan = sv[1], .sigfd = -1, .self = getpid()};
+		close(sv[0]);
+		for (const int *fd = close_in_child; fd && *fd >= 0; fd++)
+			close(*fd);
+		launcher_main(&L);
+	}
+	close(sv[1]);
+	link->fd = sv[0];
+	link->pid = pid;
+	return 0;
+}

@@ -1,0 +1,31 @@
+/*
+ * The launcher: toolrund's process that forks and executes programs.
+ *
+ * Peers:
+ *   listener  ─ Spawn, Kill, Release ─►  launcher
+ *   listener  ◄─ Spawned, Exited ──────  launcher
+ *
+ * It is forked before the listener starts serving and does nothing on
+ * its own initiative: it executes validated orders, reports how each
+ * program ended, and kills what is left of a job's process group. It is
+ * the subreaper of everything it starts. When the listener goes away it
+ * kills every process group it started and exits.
+ */
+#ifndef TOOLRUN_LAUNCHER_H
+#define TOOLRUN_LAUNCHER_H
+
+#include <sys/types.h>
+
+struct launcher_link {
+	int fd;    /* the listener's end of the channel */
+	pid_t pid; /* the launcher process */
+};
+
+/*
+ * Fork the launcher. close_in_child lists fds (ending with -1) that the
+ * launcher must not keep, such as the listening socket.
+ * Returns 0 or -errno.
+ */
+int launcher_start(struct launcher_link *link, const int *close_in_child);
+
+#endif

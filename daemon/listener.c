@@ -1,0 +1,535 @@
+#include "listener.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "reply.h"
+#include "util.h"
+
+/* Accepting stops this long when the process runs out of fds. */
+#define ACCEPT_PAUSE_MS 100
+/* At shutdown, the launcher gets this long to end every program. */
+#define LAUNCHER_EXIT_WAIT_MS 2000
+
+uint64_t monotonic_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static bool grow_payload(struct frame_reader *r, size_t need)
+{
+	size_t cap = r->payload_cap ? r->payload_cap : 4096;
+	while (cap < need)
+		cap *= 2;
+	uint8_t *p = realloc(r->payload, cap);
+	if (!p)
+		return false;
+	r->payload = p;
+	r->payload_cap = cap;
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Connections                                                         */
+
+static void conn_free(void *p)
+{
+	struct conn *c = p;
+
+	outq_clear(&c->out);
+	frame_reader_drop_fds(&c->reader);
+	free(c->reader.payload);
+	close_fd(&c->fd);
+	free(c);
+}
+
+/* Tear a connection down now; its memory goes after this batch. */
+static void conn_drop(struct conn *c)
+{
+	struct listener *L = c->L;
+
+	if (c->dead)
+		return;
+	c->dead = true;
+	if (c->job) {
+		struct job *j = c->job;
+		c->job = NULL;
+		job_client_gone(j);
+	}
+	event_del(&L->loop, &c->ev);
+	timer_cancel(&L->loop, &c->deadline);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		L->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	L->nconns--;
+	if (event_release(&L->loop, c, conn_free) < 0) {
+		/* No memory even to defer: leak the struct, keep the fd sane. */
+		close_fd(&c->fd);
+	}
+}
+
+bool conn_flush(struct conn *c)
+{
+	struct listener *L = c->L;
+
+	if (c->dead)
+		return false;
+	int r = outq_flush(&c->out, c->fd);
+	if (r < 0 && r != -EAGAIN) {
+		log_debug("client pid %d: write: %s", (int)c->pid, errno_text(r));
+		conn_drop(c);
+		return false;
+	}
+	if (r == 0 && c->state == CONN_CLOSING) {
+		conn_drop(c);
+		return false;
+	}
+	uint32_t mask = c->state == CONN_CLOSING ? 0 : EPOLLIN;
+	if (r == -EAGAIN)
+		mask |= EPOLLOUT;
+	event_modify(&L->loop, &c->ev, mask);
+	if (c->job && c->out.bytes < OUTQ_LOW)
+		job_resume_output(c->job);
+	return true;
+}
+
+void conn_close_after_flush(struct conn *c)
+{
+	c->state = CONN_CLOSING;
+	timer_cancel(&c->L->loop, &c->deadline);
+	conn_flush(c);
+}
+
+void conn_refuse(struct conn *c, Toolrun__ErrorCode code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_warn("client pid %d uid %u: %s", (int)c->pid, (unsigned)c->uid, msg);
+	if (c->job) {
+		struct job *j = c->job;
+		c->job = NULL;
+		job_client_gone(j);
+	}
+	reply_error(&c->out, code, msg);
+	conn_close_after_flush(c);
+}
+
+static void on_deadline(struct event_loop *loop, void *data)
+{
+	struct conn *c = data;
+	(void)loop;
+	conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_TIMEOUT,
+		    "no complete request within %d s", REQUEST_DEADLINE_MS / 1000);
+}
+
+static void send_pong(struct conn *c)
+{
+	struct listener *L = c->L;
+	Toolrun__Pong p = TOOLRUN__PONG__INIT;
+
+	p.software = (char *)"toolrund " TOOLRUN_VERSION;
+	p.connections = L->nconns;
+	p.running = L->running;
+	p.served = L->served;
+	p.uptime_s = (monotonic_us() - L->started_us) / 1000000;
+	reply_pong(&c->out, &p);
+	conn_close_after_flush(c);
+}
+
+/* Strict decoding: fields this version does not know are refused, since
+ * the version handshake says which fields exist. */
+static bool has_unknown_fields(const Toolrun__ClientMessage *m)
+{
+	const ProtobufCMessage *inner = NULL;
+
+	switch (m->msg_case) {
+	case TOOLRUN__CLIENT_MESSAGE__MSG_HELLO: inner = &m->hello->base; break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST: inner = &m->request->base; break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG_SIGNAL: inner = &m->signal->base; break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG_PING: inner = &m->ping->base; break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG__NOT_SET:
+	default: break;
+	}
+	return m->base.n_unknown_fields || (inner && inner->n_unknown_fields);
+}
+
+static void conn_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m)
+{
+	if (m->msg_case != TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST && c->reader.nfds) {
+		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_FRAME,
+			    "only a Request may carry file descriptors");
+		return;
+	}
+	switch (c->state) {
+	case CONN_HELLO:
+		if (m->msg_case != TOOLRUN__CLIENT_MESSAGE__MSG_HELLO) {
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_UNEXPECTED_MESSAGE,
+				    "the first message must be Hello");
+			return;
+		}
+		if (m->hello->protocol_version != TOOLRUN__VERSION__VERSION_CURRENT) {
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_UNSUPPORTED_VERSION,
+				    "protocol version %u is not supported (this daemon speaks %d)",
+				    m->hello->protocol_version,
+				    TOOLRUN__VERSION__VERSION_CURRENT);
+			return;
+		}
+		reply_hello(&c->out);
+		c->state = CONN_REQUEST;
+		conn_flush(c);
+		return;
+	case CONN_REQUEST:
+		if (m->msg_case == TOOLRUN__CLIENT_MESSAGE__MSG_PING) {
+			send_pong(c);
+			return;
+		}
+		if (m->msg_case != TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST) {
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_UNEXPECTED_MESSAGE,
+				    "expected Request or Ping after Hello");
+			return;
+		}
+		timer_cancel(&c->L->loop, &c->deadline);
+		c->state = CONN_RUNNING;
+		{
+			unsigned nfds = c->reader.nfds;
+			c->reader.nfds = 0; /* job_start owns them now */
+			job_start(c, m->request, c->fds, nfds);
+		}
+		return;
+	case CONN_RUNNING:
+		if (m->msg_case != TOOLRUN__CLIENT_MESSAGE__MSG_SIGNAL) {
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_UNEXPECTED_MESSAGE,
+				    "only Signal may follow a Request");
+			return;
+		}
+		if (m->signal->signo < 1 || m->signal->signo >= NSIG) {
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE,
+				    "signal number %d is out of range", m->signal->signo);
+			return;
+		}
+		if (c->job)
+			job_signal(c->job, m->signal->signo);
+		return;
+	case CONN_CLOSING:
+	default:
+		return;
+	}
+}
+
+static void conn_read(struct conn *c)
+{
+	while (!c->dead && c->state != CONN_CLOSING) {
+		int r = frame_reader_read(&c->reader, c->fd);
+		if (r == FRAME_READ_AGAIN)
+			return;
+		if (r == FRAME_READ_EOF) {
+			conn_drop(c);
+			return;
+		}
+		if (r == -EMSGSIZE) {
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_FRAME_TOO_LARGE,
+				    "frame of %u bytes exceeds the maximum of %u",
+				    c->reader.h.length, FRAME_MAX_CLIENT_PAYLOAD);
+			return;
+		}
+		if (r == -EPROTO) {
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_FRAME,
+				    "malformed frame (bad header, fds not matching its count, or cut short)");
+			return;
+		}
+		if (r == -ENOMEM) {
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BUSY,
+				    "out of memory for a frame of %u bytes", c->reader.h.length);
+			return;
+		}
+		if (r < 0) {
+			log_debug("client pid %d: read: %s", (int)c->pid, errno_text(r));
+			conn_drop(c);
+			return;
+		}
+		Toolrun__ClientMessage *m = toolrun__client_message__unpack(
+			NULL, c->reader.h.length, c->reader.payload);
+		if (!m || m->msg_case == TOOLRUN__CLIENT_MESSAGE__MSG__NOT_SET ||
+		    has_unknown_fields(m)) {
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE,
+				    m ? "message of an unknown type or with unknown fields"
+				      : "payload is not a ClientMessage");
+			if (m)
+				toolrun__client_message__free_unpacked(m, NULL);
+			frame_reader_next(&c->reader);
+			return;
+		}
+		conn_dispatch_client(c, m);
+		toolrun__client_message__free_unpacked(m, NULL);
+		frame_reader_next(&c->reader);
+		/* A large frame is done with: give its memory back. */
+		if (c->reader.payload_cap > 64 * 1024) {
+			free(c->reader.payload);
+			c->reader.payload = NULL;
+			c->reader.payload_cap = 0;
+		}
+	}
+}
+
+static void on_conn(struct event_loop *loop, uint32_t events, void *data)
+{
+	struct conn *c = data;
+	(void)loop;
+
+	if ((events & EPOLLOUT) && !conn_flush(c))
+		return;
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+		if (c->state == CONN_CLOSING) {
+			/* Only the last messages are owed; a gone peer ends it. */
+			if (events & (EPOLLHUP | EPOLLERR))
+				conn_drop(c);
+			return;
+		}
+		conn_read(c);
+	}
+}
+
+static void accept_resume(struct event_loop *loop, void *data)
+{
+	struct listener *L = data;
+	event_modify(loop, &L->listen_ev, EPOLLIN);
+}
+
+static void on_accept(struct event_loop *loop, uint32_t events, void *data)
+{
+	struct listener *L = data;
+	(void)events;
+
+	for (int i = 0; i < 64; i++) {
+		int fd = accept4(L->sock->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+				return;
+			log_warn("accept on %s: %s; pausing for %d ms", L->sock->path,
+				 errno_text(errno), ACCEPT_PAUSE_MS);
+			event_modify(loop, &L->listen_ev, 0);
+			timer_arm(loop, &L->accept_pause, ACCEPT_PAUSE_MS, accept_resume, L);
+			return;
+		}
+		struct ucred cred = {.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
+		socklen_t len = sizeof(cred);
+		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+
+		struct conn *c = calloc(1, sizeof(*c));
+		if (!c) {
+			log_error("out of memory for a connection");
+			close(fd);
+			continue;
+		}
+		c->L = L;
+		c->fd = fd;
+		c->uid = cred.uid;
+		c->pid = cred.pid;
+		c->ev.fd = -1;
+		c->reader = (struct frame_reader){
+			.max_payload = FRAME_MAX_CLIENT_PAYLOAD,
+			.grow = grow_payload,
+			.fds = c->fds,
+		};
+		if (event_add(loop, &c->ev, fd, EPOLLIN, on_conn, c) < 0) {
+			log_error("epoll: %s", errno_text(errno));
+			conn_free(c);
+			continue;
+		}
+		c->next = L->conns;
+		if (L->conns)
+			L->conns->prev = c;
+		L->conns = c;
+		L->nconns++;
+
+		if (L->nconns > MAX_CONNECTIONS) {
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BUSY,
+				    "too many connections (the limit is %d)", MAX_CONNECTIONS);
+			continue;
+		}
+		if (cred.uid != L->uid) {
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_NOT_ALLOWED,
+				    "uid %u is not served by this toolrund (it serves uid %u)",
+				    (unsigned)cred.uid, (unsigned)L->uid);
+			continue;
+		}
+		timer_arm(loop, &c->deadline, REQUEST_DEADLINE_MS, on_deadline, c);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* The launcher channel                                                */
+
+static void launcher_flush(struct listener *L)
+{
+	int r = outq_flush(&L->launcher_out, L->launcher.fd);
+	if (r < 0 && r != -EAGAIN) {
+		log_error("cannot write to the launcher: %s", errno_text(r));
+		L->exit_code = 1;
+		event_loop_stop(&L->loop);
+		return;
+	}
+	event_modify(&L->loop, &L->launcher_ev, EPOLLIN | (r == -EAGAIN ? EPOLLOUT : 0));
+}
+
+void launcher_send(struct listener *L, Toolrun__Launcher__ToLauncher *msg,
+		   const int *fds, unsigned nfds)
+{
+	if (outq_push(&L->launcher_out, &msg->base, fds, nfds) < 0) {
+		log_error("out of memory for an order to the launcher");
+		L->exit_code = 1;
+		event_loop_stop(&L->loop);
+		return;
+	}
+	launcher_flush(L);
+}
+
+static void on_launcher(struct event_loop *loop, uint32_t events, void *data)
+{
+	struct listener *L = data;
+
+	if (events & EPOLLOUT)
+		launcher_flush(L);
+	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		return;
+	for (;;) {
+		int r = frame_reader_read(&L->launcher_reader, L->launcher.fd);
+		if (r == FRAME_READ_AGAIN)
+			return;
+		if (r != FRAME_READ_READY) {
+			log_error("the launcher is gone (%s); stopping",
+				  r == FRAME_READ_EOF ? "end of channel" : errno_text(r));
+			L->exit_code = 1;
+			event_loop_stop(loop);
+			return;
+		}
+		Toolrun__Launcher__FromLauncher *m = toolrun__launcher__from_launcher__unpack(
+			NULL, L->launcher_reader.h.length, L->launcher_reader.payload);
+		frame_reader_next(&L->launcher_reader);
+		if (!m) {
+			log_error("undecodable message from the launcher; stopping");
+			L->exit_code = 1;
+			event_loop_stop(loop);
+			return;
+		}
+		if (m->msg_case == TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_SPAWNED)
+			job_on_spawned(L, m->spawned->job, m->spawned->pid,
+				       m->spawned->error, m->spawned->step);
+		else if (m->msg_case == TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_EXITED)
+			job_on_exited(L, m->exited->job, m->exited->wait_status);
+		toolrun__launcher__from_launcher__free_unpacked(m, NULL);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+
+static void on_signal(struct event_loop *loop, uint32_t events, void *data)
+{
+	struct listener *L = data;
+	struct signalfd_siginfo si;
+	(void)events;
+
+	while (read(L->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			log_info("SIGHUP: the config is read at start; restart toolrund to apply changes");
+			continue;
+		}
+		log_info("%s: stopping", sigabbrev_np((int)si.ssi_signo));
+		event_loop_stop(loop);
+	}
+}
+
+static void wait_launcher(struct listener *L)
+{
+	for (int waited = 0; waited < LAUNCHER_EXIT_WAIT_MS; waited += 10) {
+		if (waitpid(L->launcher.pid, NULL, WNOHANG) != 0)
+			return;
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	log_warn("the launcher did not stop in time; killing it");
+	kill(L->launcher.pid, SIGKILL);
+	waitpid(L->launcher.pid, NULL, 0);
+}
+
+int listener_run(struct listener *L)
+{
+	sigset_t mask;
+	int r;
+
+	L->started_us = monotonic_us();
+	L->uid = geteuid();
+	L->emit_cap = READ_CHUNK + 1024;
+	L->emit = malloc(L->emit_cap);
+	if (!L->emit) {
+		log_error("out of memory");
+		return 1;
+	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	L->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (L->sigfd < 0 || (r = event_loop_init(&L->loop)) < 0) {
+		log_error("cannot set up the event loop: %s", errno_text(errno));
+		return 1;
+	}
+	L->launcher_reader = (struct frame_reader){
+		.max_payload = 64 * 1024,
+		.grow = grow_payload,
+	};
+	L->listen_ev.fd = L->sig_ev.fd = L->launcher_ev.fd = -1;
+	if (event_add(&L->loop, &L->listen_ev, L->sock->fd, EPOLLIN, on_accept, L) < 0 ||
+	    event_add(&L->loop, &L->sig_ev, L->sigfd, EPOLLIN, on_signal, L) < 0 ||
+	    event_add(&L->loop, &L->launcher_ev, L->launcher.fd, EPOLLIN, on_launcher, L) < 0) {
+		log_error("epoll: %s", errno_text(errno));
+		return 1;
+	}
+
+	log_info("serving %s (%u tools, truncate=%s)", L->sock->path, L->cfg->ntools,
+		 L->cfg->truncate == TRUNCATE_SINK ? "sink" : "always");
+	r = event_loop_run(&L->loop);
+	if (r < 0) {
+		log_error("event loop: %s", errno_text(r));
+		L->exit_code = 1;
+	}
+
+	/* Stop: no new clients, every program ended, then the launcher. */
+	event_del(&L->loop, &L->listen_ev);
+	sock_close(L->sock);
+	job_stop_all(L);
+	while (L->conns)
+		conn_drop(L->conns);
+	event_loop_close(&L->loop);
+	/* Hand the launcher its last orders, then end its channel. */
+	for (int i = 0; i < 1000 &&
+			outq_flush(&L->launcher_out, L->launcher.fd) == -EAGAIN; i++) {
+		struct timespec ts = {0, 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	outq_clear(&L->launcher_out);
+	close_fd(&L->launcher.fd);
+	wait_launcher(L);
+	free(L->launcher_reader.payload);
+	free(L->emit);
+	close_fd(&L->sigfd);
+	return L->exit_code;
+}

@@ -1,0 +1,159 @@
+/*
+ * The listener: toolrund's process that faces clients.
+ *
+ * Peers:
+ *   clients   ─ Hello, Request (+fds), Signal, Ping ─►  listener
+ *   clients   ◄─ Hello, Started, Output, Exit, Error, Pong ─  listener
+ *   launcher  ◄─ Spawn (+fds), Kill, Release ─  listener
+ *   launcher  ─ Spawned, Exited ─►  listener
+ *
+ * One event loop serves every connection. A request becomes a job: the
+ * listener validates it (policy.c), orders the launcher to run it, reads
+ * the program's shaped streams (shape.c) and sends them back (reply.c).
+ * Nothing a client does can block the loop: sockets and pipes are
+ * non-blocking and outgoing data waits in bounded queues.
+ */
+#ifndef TOOLRUN_LISTENER_H
+#define TOOLRUN_LISTENER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "event.h"
+#include "frame.h"
+#include "launcher.h"
+#include "launcher.pb-c.h"
+#include "outq.h"
+#include "shape.h"
+#include "sock.h"
+#include "toolrun.pb-c.h"
+
+/* A client must deliver Hello and its Request within this time. */
+#define REQUEST_DEADLINE_MS 10000
+/* Connections served at once; more are refused with ERROR_BUSY. */
+#define MAX_CONNECTIONS 4096
+/* Stop reading a job's output while this much waits for its client... */
+#define OUTQ_HIGH (256 * 1024)
+/* ...and read again below this. */
+#define OUTQ_LOW (64 * 1024)
+/* One read from a program's pipe. */
+#define READ_CHUNK (64 * 1024)
+
+struct job;
+
+enum conn_state {
+	CONN_HELLO,   /* waiting for Hello */
+	CONN_REQUEST, /* waiting for Request or Ping */
+	CONN_RUNNING, /* a job runs; Signal may arrive */
+	CONN_CLOSING, /* flushing the last messages, then close */
+};
+
+struct conn {
+	struct listener *L;
+	int fd;
+	struct event_source ev;
+	uid_t uid;
+	pid_t pid;
+	bool dead;              /* dropped; freed after this batch of events */
+	enum conn_state state;
+	struct frame_reader reader;
+	int fds[FRAME_MAX_FDS];
+	struct outq out;
+	struct timer deadline;
+	struct job *job;
+	struct conn *prev, *next;
+};
+
+struct job_stream {
+	struct job *job;
+	int fd;                 /* read end of the program's pipe, or -1 */
+	struct event_source ev;
+	Toolrun__Stream stream;
+	bool shaped;
+	bool paused;            /* client slow: not reading for now */
+	struct shaper shaper;
+};
+
+struct job {
+	struct listener *L;
+	uint64_t id;
+	struct conn *conn;      /* NULL once the client has gone */
+	char tool[64];          /* the tool as the config lists it */
+	char name[64];          /* the program's name, for messages */
+	uid_t uid;
+	struct limits limits;
+	bool joined;
+	pid_t pid;
+	bool spawned;
+	bool exited;
+	bool timed_out;
+	bool client_gone;
+	int wait_status;
+	uint64_t start_us;
+	uint64_t end_us;
+	struct job_stream out[2];
+	struct timer timeout;
+	int pending_signals[16];
+	unsigned npending;
+	struct job *prev, *next;
+};
+
+/* The listener process's one context. */
+struct listener {
+	struct config *cfg;
+	struct event_loop loop;
+	struct listen_socket *sock;
+	struct event_source listen_ev;
+	struct timer accept_pause;
+	int sigfd;
+	struct event_source sig_ev;
+
+	struct launcher_link launcher;
+	struct event_source launcher_ev;
+	struct frame_reader launcher_reader;
+	struct outq launcher_out;
+
+	struct conn *conns;
+	unsigned nconns;
+	struct job *jobs;
+	unsigned running;
+	uint64_t next_job;
+	uint64_t served;
+	uint64_t started_us;
+	uid_t uid;
+	int exit_code;
+
+	uint8_t read_buf[READ_CHUNK];
+	uint8_t *emit;          /* shaped bytes of one read, before framing */
+	size_t emit_len;
+	size_t emit_cap;
+};
+
+/* Serve until SIGTERM or SIGINT. Returns the process exit code. */
+int listener_run(struct listener *L);
+
+/* job.c */
+void job_start(struct conn *c, const Toolrun__Request *req, int *fds,
+	       unsigned nfds);
+void job_signal(struct job *j, int signo);
+void job_client_gone(struct job *j);
+void job_on_spawned(struct listener *L, uint64_t id, pid_t pid, int err,
+		    unsigned step);
+void job_on_exited(struct listener *L, uint64_t id, int wait_status);
+void job_resume_output(struct job *j);
+void job_stop_all(struct listener *L);
+
+/* listener.c, for job.c */
+/* Write what the client takes. Returns false if the connection is gone. */
+bool conn_flush(struct conn *c);
+/* Send an Error and close. */
+void conn_refuse(struct conn *c, Toolrun__ErrorCode code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void conn_close_after_flush(struct conn *c);
+void launcher_send(struct listener *L, Toolrun__Launcher__ToLauncher *msg,
+		   const int *fds, unsigned nfds);
+uint64_t monotonic_us(void);
+
+#endif

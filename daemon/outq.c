@@ -1,0 +1,85 @@
+#include "outq.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "frame.h"
+
+struct outq_item {
+	struct outq_item *next;
+	size_t len;
+	size_t off;
+	unsigned nfds;
+	unsigned fds_sent;
+	int *fds;
+	uint8_t data[];
+};
+
+static void close_all(int *fds, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+int outq_push(struct outq *q, const ProtobufCMessage *msg, const int *fds,
+	      unsigned nfds)
+{
+	size_t len = frame_size(msg);
+	struct outq_item *it = malloc(sizeof(*it) + len);
+	int *copy = nfds ? malloc(nfds * sizeof(int)) : NULL;
+
+	if (!it || (nfds && !copy)) {
+		free(it);
+		free(copy);
+		close_all((int *)fds, nfds);
+		return -ENOMEM;
+	}
+	if (nfds)
+		memcpy(copy, fds, nfds * sizeof(int));
+	*it = (struct outq_item){.len = len, .nfds = nfds, .fds = copy};
+	frame_pack(msg, (uint16_t)nfds, it->data);
+	if (q->tail)
+		q->tail->next = it;
+	else
+		q->head = it;
+	q->tail = it;
+	q->bytes += len;
+	return 0;
+}
+
+static void drop_head(struct outq *q)
+{
+	struct outq_item *it = q->head;
+
+	q->head = it->next;
+	if (!q->head)
+		q->tail = NULL;
+	q->bytes -= it->len - it->off;
+	close_all(it->fds, it->nfds);
+	free(it->fds);
+	free(it);
+}
+
+int outq_flush(struct outq *q, int sock)
+{
+	while (q->head) {
+		struct outq_item *it = q->head;
+		size_t before = it->off;
+		int r = frame_send_partial(sock, it->data, it->len, &it->off,
+					   it->fds, it->nfds, &it->fds_sent);
+		q->bytes -= it->off - before;
+		if (r < 0)
+			return r;
+		drop_head(q);
+	}
+	return 0;
+}
+
+void outq_clear(struct outq *q)
+{
+	while (q->head)
+		drop_head(q);
+	q->bytes = 0;
+}

@@ -1,0 +1,31 @@
+/*
+ * A queue of frames waiting to be written to a non-blocking socket.
+ * A queued frame owns the fds attached to it: they are closed once sent,
+ * or when the queue is dropped.
+ */
+#ifndef TOOLRUN_OUTQ_H
+#define TOOLRUN_OUTQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+struct outq_item;
+
+struct outq {
+	struct outq_item *head, *tail;
+	size_t bytes; /* queued and not yet written */
+};
+
+/* Frame msg and queue it; fds pass to the queue, even on failure. */
+int outq_push(struct outq *q, const ProtobufCMessage *msg, const int *fds,
+	      unsigned nfds);
+
+/* Write what the socket takes. Returns 0 when the queue is empty, -EAGAIN
+ * when the socket is full, or another -errno (the peer is gone). */
+int outq_flush(struct outq *q, int sock);
+
+void outq_clear(struct outq *q);
+
+#endif

@@ -1,0 +1,179 @@
+#include "policy.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool has_nul(const ProtobufCBinaryData *b)
+{
+	return b->len && memchr(b->data, '\0', b->len) != NULL;
+}
+
+static enum policy_verdict malformed(struct policy_decision *out,
+				     const char *what)
+{
+	snprintf(out->error, sizeof(out->error), "%s", what);
+	return POLICY_MALFORMED;
+}
+
+static enum policy_verdict nul_inside(struct policy_decision *out,
+				      const char *field, size_t index)
+{
+	snprintf(out->error, sizeof(out->error), "%s[%zu] contains a NUL byte",
+		 field, index);
+	return POLICY_MALFORMED;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req,
+				 unsigned nfds, int cwd_fd,
+				 struct policy_decision *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->tool = -1;
+
+	if (req->executable.len == 0)
+		return malformed(out, "executable is empty");
+	if (req->executable.len >= PATH_MAX)
+		return malformed(out, "executable is longer than PATH_MAX");
+	if (has_nul(&req->executable))
+		return malformed(out, "executable contains a NUL byte");
+	for (size_t i = 0; i < req->n_argv; i++)
+		if (has_nul(&req->argv[i]))
+			return nul_inside(out, "argv", i);
+	for (size_t i = 0; i < req->n_envp; i++)
+		if (has_nul(&req->envp[i]))
+			return nul_inside(out, "envp", i);
+	if (has_nul(&req->cwd))
+		return malformed(out, "cwd contains a NUL byte");
+
+	if (nfds == 0)
+		return malformed(out, "no working directory fd attached");
+	if (req->n_fds != nfds - 1)
+		return malformed(out, "fds lists a number of descriptors other than the attached ones");
+	if (req->n_fds > 0) {
+		uint32_t sorted[req->n_fds];
+		memcpy(sorted, req->fds, req->n_fds * sizeof(uint32_t));
+		qsort(sorted, req->n_fds, sizeof(uint32_t), cmp_u32);
+		for (size_t i = 0; i < req->n_fds; i++) {
+			if (sorted[i] >= POLICY_FD_MAX)
+				return malformed(out, "fds holds a descriptor number above 1048575");
+			if (i > 0 && sorted[i] == sorted[i - 1])
+				return malformed(out, "fds holds a descriptor number twice");
+			if ((sorted[i] == 1 && req->shape_stdout) ||
+			    (sorted[i] == 2 && req->shape_stderr))
+				return malformed(out, "a shaped stream is also attached as an fd");
+		}
+	}
+	if (req->stderr_joins_stdout && !(req->shape_stdout && req->shape_stderr))
+		return malformed(out, "stderr_joins_stdout needs both streams shaped");
+
+	char exe[PATH_MAX];
+	memcpy(exe, req->executable.data, req->executable.len);
+	exe[req->executable.len] = '\0';
+	out->tool = config_find_tool_at(cfg, cwd_fd, exe);
+	if (out->tool < 0)
+		return POLICY_NOT_LISTED;
+
+	out->limits = config_tool_limits(cfg, out->tool);
+	bool always = cfg->truncate == TRUNCATE_ALWAYS;
+	out->shape_stdout = req->shape_stdout || always;
+	out->shape_stderr = req->shape_stderr || always;
+	out->joined = req->stderr_joins_stdout;
+	return POLICY_RUN;
+}
+
+static bool starts_with(const ProtobufCBinaryData *b, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	return b->len >= n && memcmp(b->data, prefix, n) == 0;
+}
+
+/* Is this LD_PRELOAD entry our library? */
+static bool is_toolrun_library(const char *entry, size_t len)
+{
+	static const char name[] = "libtoolrun.so";
+	const char *slash = memrchr(entry, '/', len);
+	const char *base = slash ? slash + 1 : entry;
+	size_t blen = len - (size_t)(base - entry);
+	return blen == sizeof(name) - 1 && memcmp(base, name, blen) == 0;
+}
+
+/* LD_PRELOAD without our library; NULL if nothing is left. */
+static char *strip_preload(const ProtobufCBinaryData *b, bool *failed)
+{
+	const char *v = (const char *)b->data + strlen("LD_PRELOAD=");
+	size_t vlen = b->len - strlen("LD_PRELOAD=");
+	char *out = malloc(strlen("LD_PRELOAD=") + vlen + 1);
+	size_t used = 0;
+
+	*failed = out == NULL;
+	if (!out)
+		return NULL;
+	memcpy(out, "LD_PRELOAD=", strlen("LD_PRELOAD="));
+	size_t at = strlen("LD_PRELOAD=");
+	/* ld.so separates entries with colons or spaces. */
+	for (size_t i = 0; i < vlen;) {
+		size_t j = i;
+		while (j < vlen && v[j] != ':' && v[j] != ' ')
+			j++;
+		if (j > i && !is_toolrun_library(v + i, j - i)) {
+			if (used)
+				out[at++] = ':';
+			memcpy(out + at, v + i, j - i);
+			at += j - i;
+			used++;
+		}
+		i = j + 1;
+	}
+	out[at] = '\0';
+	if (!used) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+int policy_environment(const Toolrun__Request *req, ProtobufCBinaryData **out,
+		       size_t *n, char **storage)
+{
+	ProtobufCBinaryData *env = malloc((req->n_envp + 1) * sizeof(*env));
+	size_t k = 0;
+
+	*storage = NULL;
+	if (!env)
+		return -ENOMEM;
+	for (size_t i = 0; i < req->n_envp; i++) {
+		const ProtobufCBinaryData *e = &req->envp[i];
+		if (starts_with(e, "TOOLRUN_"))
+			continue;
+		if (starts_with(e, "LD_PRELOAD=")) {
+			bool failed;
+			if (*storage)
+				continue; /* a duplicate: ld.so reads the first */
+			char *kept = strip_preload(e, &failed);
+			if (failed) {
+				free(env);
+				return -ENOMEM;
+			}
+			if (kept) {
+				*storage = kept;
+				env[k].data = (uint8_t *)kept;
+				env[k].len = strlen(kept);
+				k++;
+			}
+			continue;
+		}
+		env[k++] = *e;
+	}
+	*out = env;
+	*n = k;
+	return 0;
+}

@@ -1,0 +1,51 @@
+/*
+ * Policy: what toolrund accepts from a client and how it runs it.
+ *
+ * Every byte of a request is untrusted. policy_check() validates a
+ * decoded Request completely before anything is opened or spawned, finds
+ * the tool it names in the config, and settles its limits and which
+ * streams are shaped. policy_environment() computes the program's
+ * environment.
+ */
+#ifndef TOOLRUN_POLICY_H
+#define TOOLRUN_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "toolrun.pb-c.h"
+
+/* Descriptor numbers a program may receive: below any sane RLIMIT_NOFILE. */
+#define POLICY_FD_MAX (1u << 20)
+
+enum policy_verdict {
+	POLICY_RUN = 0,
+	POLICY_NOT_LISTED, /* well-formed, but not a tool this daemon runs */
+	POLICY_MALFORMED,  /* breaks a rule of toolrun.proto */
+};
+
+struct policy_decision {
+	int tool;
+	struct limits limits;
+	bool shape_stdout;
+	bool shape_stderr;
+	bool joined;
+	char error[256]; /* with POLICY_MALFORMED: what was wrong */
+};
+
+/* nfds: fds attached to the frame; cwd_fd: the first of them. */
+enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req,
+				 unsigned nfds, int cwd_fd,
+				 struct policy_decision *out);
+
+/*
+ * The program's environment: envp less TOOLRUN_* variables, and less
+ * libtoolrun.so in LD_PRELOAD (dropped when nothing else remains).
+ * Entries point into req except a rewritten LD_PRELOAD, kept in *storage.
+ * Free *out and *storage. Returns 0 or -ENOMEM.
+ */
+int policy_environment(const Toolrun__Request *req, ProtobufCBinaryData **out,
+		       size_t *n, char **storage);
+
+#endif

@@ -1,0 +1,112 @@
+#include "reply.h"
+
+static int push(struct outq *q, Toolrun__ServerMessage *m)
+{
+	return outq_push(q, &m->base, NULL, 0);
+}
+
+int reply_hello(struct outq *q)
+{
+	Toolrun__Hello h = TOOLRUN__HELLO__INIT;
+	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
+
+	h.protocol_version = TOOLRUN__VERSION__VERSION_CURRENT;
+	h.software = (char *)"toolrund " TOOLRUN_VERSION;
+	m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_HELLO;
+	m.hello = &h;
+	return push(q, &m);
+}
+
+int reply_started(struct outq *q, pid_t pid)
+{
+	Toolrun__Started s = TOOLRUN__STARTED__INIT;
+	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
+
+	s.pid = pid;
+	m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_STARTED;
+	m.started = &s;
+	return push(q, &m);
+}
+
+int reply_output(struct outq *q, Toolrun__Stream stream, const uint8_t *p,
+		 size_t n)
+{
+	while (n > 0) {
+		Toolrun__Output o = TOOLRUN__OUTPUT__INIT;
+		Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
+		size_t chunk = n < REPLY_OUTPUT_MAX ? n : REPLY_OUTPUT_MAX;
+
+		o.stream = stream;
+		o.data.data = (uint8_t *)p;
+		o.data.len = chunk;
+		m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_OUTPUT;
+		m.output = &o;
+		int r = push(q, &m);
+		if (r < 0)
+			return r;
+		p += chunk;
+		n -= chunk;
+	}
+	return 0;
+}
+
+static void fill_stats(Toolrun__StreamStats *s, bool shaped,
+		       const struct shape_stats *st)
+{
+	s->shaped = shaped;
+	if (!shaped)
+		return;
+	s->bytes_seen = st->bytes_seen;
+	s->lines_seen = st->lines_seen;
+	s->bytes_dropped = st->bytes_dropped;
+	s->lines_dropped = st->lines_dropped;
+}
+
+int reply_exit(struct outq *q, const struct exit_report *r)
+{
+	Toolrun__Exit e = TOOLRUN__EXIT__INIT;
+	Toolrun__StreamStats out = TOOLRUN__STREAM_STATS__INIT;
+	Toolrun__StreamStats err = TOOLRUN__STREAM_STATS__INIT;
+	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
+
+	if (r->signaled) {
+		e.status_case = TOOLRUN__EXIT__STATUS_SIGNAL;
+		e.signal = r->signal;
+		e.core_dumped = r->core_dumped;
+	} else {
+		e.status_case = TOOLRUN__EXIT__STATUS_CODE;
+		e.code = r->code;
+	}
+	e.timed_out = r->timed_out;
+	fill_stats(&out, r->shaped[0], &r->stats[0]);
+	fill_stats(&err, r->shaped[1], &r->stats[1]);
+	e.stdout_stats = &out;
+	e.stderr_stats = &err;
+	e.duration_us = r->duration_us;
+	e.exec_errno = r->exec_errno;
+	e.reason = (char *)(r->reason ? r->reason : "");
+	m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_EXIT;
+	m.exit = &e;
+	return push(q, &m);
+}
+
+int reply_error(struct outq *q, Toolrun__ErrorCode code, const char *message)
+{
+	Toolrun__Error e = TOOLRUN__ERROR__INIT;
+	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
+
+	e.code = code;
+	e.message = (char *)message;
+	m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_ERROR;
+	m.error = &e;
+	return push(q, &m);
+}
+
+int reply_pong(struct outq *q, const Toolrun__Pong *pong)
+{
+	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
+
+	m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_PONG;
+	m.pong = (Toolrun__Pong *)pong;
+	return push(q, &m);
+}

@@ -1,0 +1,39 @@
+/*
+ * reply: the daemon's messages to a client, framed into its queue.
+ */
+#ifndef TOOLRUN_REPLY_H
+#define TOOLRUN_REPLY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "outq.h"
+#include "shape.h"
+#include "toolrun.pb-c.h"
+
+/* Output messages carry at most this much (see toolrun.proto). */
+#define REPLY_OUTPUT_MAX (64 * 1024)
+
+struct exit_report {
+	bool signaled;
+	int code;            /* exit code, when !signaled */
+	int signal;          /* when signaled */
+	bool core_dumped;
+	bool timed_out;
+	int exec_errno;
+	const char *reason;  /* NULL unless the program never ran */
+	bool shaped[2];      /* stdout, stderr */
+	struct shape_stats stats[2];
+	uint64_t duration_us;
+};
+
+int reply_hello(struct outq *q);
+int reply_started(struct outq *q, pid_t pid);
+int reply_output(struct outq *q, Toolrun__Stream stream, const uint8_t *p,
+		 size_t n);
+int reply_exit(struct outq *q, const struct exit_report *r);
+int reply_error(struct outq *q, Toolrun__ErrorCode code, const char *message);
+int reply_pong(struct outq *q, const Toolrun__Pong *pong);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * The listening socket.
+ *
+ * A lock file beside the socket (PATH.lock) marks a running daemon. The
+ * socket is bound under PATH.new and renamed over PATH once it listens,
+ * so that its existence means the daemon is ready, and a stale socket
+ * left by a dead daemon is replaced in one step.
+ */
+#ifndef TOOLRUN_SOCK_H
+#define TOOLRUN_SOCK_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "config.h"
+
+struct listen_socket {
+	int fd;
+	int lock_fd;
+	char path[CONFIG_SOCKET_MAX];
+	dev_t dev;
+	ino_t ino;
+};
+
+/* Returns 0, or -errno with a one-line reason in err. */
+int sock_listen(struct listen_socket *ls, const char *path, char *err,
+		size_t errlen);
+
+/* Stop listening and remove the socket if it is still ours. */
+void sock_close(struct listen_socket *ls);
+
+#endif

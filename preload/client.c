@@ -1,0 +1,648 @@
+#include "client.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "sbuf.h"
+#include "sink.h"
+#include "toolrun.pb-c.h"
+
+/* Signals that a terminal, `kill` or `timeout` send to a program: the
+ * client receives them in its place and forwards them. */
+static const int forwarded_signals[] = {
+	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGALRM,
+};
+
+/* A daemon that accepts nothing for this long is treated as down. */
+#define CONNECT_TIMEOUT_S 10
+/* Decoded messages live here; an Output holds at most 64 KiB. */
+#define UNPACK_ARENA_SIZE (FRAME_MAX_SERVER_PAYLOAD + 16 * 1024)
+/* Protobuf's worst case per string: tag plus a 5-byte length. */
+#define PER_STRING_OVERHEAD 6
+
+struct arena {
+	uint8_t *base;
+	size_t size;
+	size_t used;
+};
+
+static void *arena_alloc(struct arena *a, size_t n)
+{
+	size_t at = (a->used + 15) & ~(size_t)15;
+	if (at > a->size || n > a->size - at)
+		return NULL;
+	a->used = at + n;
+	return a->base + at;
+}
+
+static void *pb_alloc(void *data, size_t n)
+{
+	return arena_alloc(data, n);
+}
+
+static void pb_free(void *data, void *p)
+{
+	(void)data;
+	(void)p; /* the arena is reset per message */
+}
+
+struct client {
+	const struct client_call *call;
+	struct client_result *res;
+
+	uint8_t *map;
+	size_t map_len;
+	struct arena build;  /* request and Hello frames */
+	struct arena unpack; /* one decoded message at a time */
+	uint8_t *recv_buf;
+
+	int sock;
+	int sigfd;
+	int cwd_fd;
+	sigset_t saved_mask;
+	bool signals_taken;
+
+	struct sink_decision sink;
+	int *fds;          /* attached: the directory, then inherited fds */
+	uint32_t *targets; /* fd number in the program, for fds[1..] */
+	unsigned ntargets;
+
+	struct frame_reader reader;
+	bool got_hello;
+	bool started;
+};
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/* Give up before anything ran: the caller applies the fallback. */
+static void unreachable(struct client *cl, int err, const char *what,
+			const char *detail)
+{
+	struct sbuf sb = SBUF_INIT(cl->res->reason);
+
+	cl->res->outcome = CLIENT_UNREACHABLE;
+	cl->res->err = err;
+	cl->res->reason[0] = '\0';
+	sbuf_add(&sb, what);
+	if (detail) {
+		sbuf_add(&sb, ": ");
+		sbuf_add(&sb, detail);
+	}
+}
+
+/* Give up after the program started: say why and exit 1. */
+static NORETURN void fail_running(struct client *cl, const char *what,
+				  const char *detail)
+{
+	char msg[768];
+	struct sbuf sb = SBUF_INIT(msg);
+
+	sbuf_add(&sb, "toolrun: ");
+	sbuf_add(&sb, base_name(cl->call->path));
+	sbuf_add(&sb, ": ");
+	sbuf_add(&sb, what);
+	if (detail) {
+		sbuf_add(&sb, ": ");
+		sbuf_add(&sb, detail);
+	}
+	sbuf_addc(&sb, '\n');
+	(void)write_all(STDERR_FILENO, msg, sb.len);
+	_exit(1);
+}
+
+void client_exit_failure(const char *path, const struct client_result *res)
+{
+	char msg[768];
+	struct sbuf sb = SBUF_INIT(msg);
+
+	sbuf_add(&sb, "toolrun: ");
+	sbuf_add(&sb, base_name(path));
+	sbuf_add(&sb, ": ");
+	sbuf_add(&sb, res->reason);
+	sbuf_addc(&sb, '\n');
+	(void)write_all(STDERR_FILENO, msg, sb.len);
+	_exit(res->code ? res->code : 1);
+}
+
+/* Die of sig as the program did, so that the shell reports 128+sig. */
+static NORETURN void die_by_signal(int sig, bool core_dumped)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigset_t one;
+
+	if (!core_dumped) {
+		/* Our own image is not the program's: write no core for it. */
+		struct rlimit none = {0, 0};
+		setrlimit(RLIMIT_CORE, &none);
+	}
+	sigaction(sig, &dfl, NULL);
+	kill(getpid(), sig);
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	sigprocmask(SIG_UNBLOCK, &one, NULL);
+	/* Not a terminating signal after all (or SIGSTOP and we resumed). */
+	_exit(128 + (sig & 0x7f));
+}
+
+static size_t count_strings(char *const *v, size_t *bytes)
+{
+	size_t n = 0;
+
+	for (; v && v[n]; n++)
+		*bytes += strlen(v[n]);
+	return n;
+}
+
+static int setup_memory(struct client *cl, size_t *argc, size_t *envc)
+{
+	size_t bytes = strlen(cl->call->path);
+
+	*argc = count_strings(cl->call->argv, &bytes);
+	*envc = count_strings(cl->call->envp, &bytes);
+	size_t strings = *argc + *envc + 2;
+	size_t build = strings * (sizeof(ProtobufCBinaryData) + PER_STRING_OVERHEAD) +
+		       bytes + 2 * PATH_MAX +
+		       FRAME_MAX_FDS * (sizeof(int) + 2 * sizeof(uint32_t)) +
+		       64 * 1024;
+	size_t page = 4096;
+	build = (build + page - 1) & ~(page - 1);
+
+	cl->map_len = build + UNPACK_ARENA_SIZE + FRAME_MAX_SERVER_PAYLOAD;
+	cl->map = mmap(NULL, cl->map_len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (cl->map == MAP_FAILED) {
+		cl->map = NULL;
+		return -errno;
+	}
+	cl->build = (struct arena){cl->map, build, 0};
+	cl->unpack = (struct arena){cl->map + build, UNPACK_ARENA_SIZE, 0};
+	cl->recv_buf = cl->map + build + UNPACK_ARENA_SIZE;
+	cl->fds = arena_alloc(&cl->build, FRAME_MAX_FDS * sizeof(int));
+	cl->targets = arena_alloc(&cl->build, FRAME_MAX_FDS * sizeof(uint32_t));
+	return 0;
+}
+
+static void consider_fd(struct client *cl, int fd, int skip)
+{
+	if (fd == skip || fd == cl->cwd_fd)
+		return;
+	if ((fd == 1 && cl->sink.shape_stdout) || (fd == 2 && cl->sink.shape_stderr))
+		return; /* the daemon supplies a pipe */
+	int flags = fcntl(fd, F_GETFD);
+	if (flags < 0 || (flags & FD_CLOEXEC))
+		return; /* closed, or would not survive exec */
+	if (cl->ntargets + 1 >= FRAME_MAX_FDS)
+		return;
+	/* Keep the list sorted: the directory scan is, mostly. */
+	unsigned i = cl->ntargets++;
+	while (i > 0 && cl->targets[i - 1] > (uint32_t)fd) {
+		cl->targets[i] = cl->targets[i - 1];
+		i--;
+	}
+	cl->targets[i] = (uint32_t)fd;
+}
+
+/* Every fd the program would inherit across exec, at its number. */
+static void collect_fds(struct client *cl)
+{
+	_cleanup_close_ int dir =
+		open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char buf[1024];
+
+	if (dir < 0) {
+		for (int fd = 0; fd < 1024; fd++)
+			consider_fd(cl, fd, -1);
+	} else {
+		for (;;) {
+			long n = syscall(SYS_getdents64, dir, buf, sizeof(buf));
+			if (n <= 0)
+				break;
+			for (long off = 0; off < n;) {
+				struct dirent64 *d = (struct dirent64 *)(buf + off);
+				off += d->d_reclen;
+				if (d->d_name[0] < '0' || d->d_name[0] > '9')
+					continue;
+				long fd = 0;
+				for (const char *p = d->d_name; *p; p++)
+					fd = fd * 10 + (*p - '0');
+				consider_fd(cl, (int)fd, dir);
+			}
+		}
+	}
+	cl->fds[0] = cl->cwd_fd;
+	for (unsigned i = 0; i < cl->ntargets; i++)
+		cl->fds[1 + i] = (int)cl->targets[i];
+}
+
+static bool fill_binaries(struct client *cl, char *const *v, size_t n,
+			  ProtobufCBinaryData **out)
+{
+	ProtobufCBinaryData *b = arena_alloc(&cl->build, (n ? n : 1) * sizeof(*b));
+	if (!b)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		b[i].data = (uint8_t *)v[i];
+		b[i].len = strlen(v[i]);
+	}
+	*out = b;
+	return true;
+}
+
+/* Pack Hello and Request into one buffer; the fds go with the Request. */
+static int build_frames(struct client *cl, size_t argc, size_t envc,
+			uint8_t **buf, size_t *hello_len, size_t *total)
+{
+	const struct client_call *call = cl->call;
+	Toolrun__Hello hello = TOOLRUN__HELLO__INIT;
+	Toolrun__ClientMessage hmsg = TOOLRUN__CLIENT_MESSAGE__INIT;
+	Toolrun__Request req = TOOLRUN__REQUEST__INIT;
+	Toolrun__ClientMessage rmsg = TOOLRUN__CLIENT_MESSAGE__INIT;
+
+	hello.protocol_version = TOOLRUN__VERSION__VERSION_CURRENT;
+	hello.software = (char *)call->software;
+	hmsg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
+	hmsg.hello = &hello;
+
+	char *cwd = arena_alloc(&cl->build, PATH_MAX);
+	if (!cwd || !fill_binaries(cl, call->argv, argc, &req.argv) ||
+	    !fill_binaries(cl, call->envp, envc, &req.envp))
+		return -ENOMEM;
+	if (syscall(SYS_getcwd, cwd, PATH_MAX) < 0 || cwd[0] != '/')
+		cwd[0] = '\0'; /* deleted or unreachable: the fd still works */
+
+	req.executable.data = (uint8_t *)call->path;
+	req.executable.len = strlen(call->path);
+	req.n_argv = argc;
+	req.n_envp = envc;
+	req.cwd.data = (uint8_t *)cwd;
+	req.cwd.len = strlen(cwd);
+	req.n_fds = cl->ntargets;
+	req.fds = cl->targets;
+	req.shape_stdout = cl->sink.shape_stdout;
+	req.shape_stderr = cl->sink.shape_stderr;
+	req.stderr_joins_stdout = cl->sink.joined;
+	rmsg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST;
+	rmsg.request = &req;
+
+	size_t hsize = frame_size(&hmsg.base);
+	size_t rsize = frame_size(&rmsg.base);
+	if (rsize - FRAME_HEADER_SIZE > FRAME_MAX_CLIENT_PAYLOAD)
+		return -E2BIG;
+	*buf = arena_alloc(&cl->build, hsize + rsize);
+	if (!*buf)
+		return -ENOMEM;
+	*hello_len = frame_pack(&hmsg.base, 0, *buf);
+	*total = *hello_len +
+		 frame_pack(&rmsg.base, (uint16_t)(cl->ntargets + 1), *buf + *hello_len);
+	return 0;
+}
+
+static int connect_daemon(struct client *cl)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const char *path = cl->call->cfg->socket;
+	struct timeval tv = {.tv_sec = CONNECT_TIMEOUT_S};
+
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	cl->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (cl->sock < 0)
+		return -errno;
+	/* connect() waits at most this long on a full backlog. */
+	setsockopt(cl->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (RETRY_EINTR(connect(cl->sock, (struct sockaddr *)&sa, sizeof(sa))) < 0)
+		return -errno;
+	return 0;
+}
+
+static int take_signals(struct client *cl)
+{
+	sigset_t all, fwd;
+
+	/* Block everything but faults of our own: the caller's handlers must
+	 * not run in the program's place, and signals for the program are
+	 * read from the signalfd. */
+	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGTRAP);
+	sigdelset(&all, SIGSYS);
+	if (sigprocmask(SIG_BLOCK, &all, &cl->saved_mask) < 0)
+		return -errno;
+	cl->signals_taken = true;
+
+	sigemptyset(&fwd);
+	for (size_t i = 0; i < ARRAY_SIZE(forwarded_signals); i++)
+		sigaddset(&fwd, forwarded_signals[i]);
+	cl->sigfd = signalfd(-1, &fwd, SFD_CLOEXEC | SFD_NONBLOCK);
+	return cl->sigfd < 0 ? -errno : 0;
+}
+
+static void release(struct client *cl)
+{
+	close_fd(&cl->sock);
+	close_fd(&cl->sigfd);
+	close_fd(&cl->cwd_fd);
+	if (cl->signals_taken) {
+		sigprocmask(SIG_SETMASK, &cl->saved_mask, NULL);
+		cl->signals_taken = false;
+	}
+	if (cl->map) {
+		munmap(cl->map, cl->map_len);
+		cl->map = NULL;
+	}
+}
+
+static void send_signal(struct client *cl, int signo)
+{
+	Toolrun__Signal sig = TOOLRUN__SIGNAL__INIT;
+	Toolrun__ClientMessage msg = TOOLRUN__CLIENT_MESSAGE__INIT;
+	uint8_t buf[64];
+
+	sig.signo = signo;
+	msg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_SIGNAL;
+	msg.signal = &sig;
+	size_t n = frame_pack(&msg.base, 0, buf);
+	/* A failure shows up as EOF on the next read. */
+	(void)frame_send(cl->sock, buf, n, NULL, 0);
+}
+
+/* Write all of p to fd, waiting if fd is non-blocking. */
+static int write_out(int fd, const uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+				poll(&pfd, 1, -1);
+				continue;
+			}
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static bool sigpipe_ignored(void)
+{
+	struct sigaction sa;
+	return sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
+}
+
+/* Whoever read our output is gone, as it would be for the program. */
+static NORETURN void reader_gone(void)
+{
+	if (sigpipe_ignored())
+		_exit(1);
+	die_by_signal(SIGPIPE, false);
+}
+
+static void on_output(struct client *cl, const Toolrun__Output *out)
+{
+	int fd = out->stream == TOOLRUN__STREAM__STREAM_STDERR ? STDERR_FILENO
+							       : STDOUT_FILENO;
+	int r = write_out(fd, out->data.data, out->data.len);
+	if (r == -EPIPE)
+		reader_gone();
+	(void)cl; /* other errors: the stream is gone (closed fd), as is the output */
+}
+
+static NORETURN void on_exit_started(const Toolrun__Exit *ex)
+{
+	if (ex->status_case == TOOLRUN__EXIT__STATUS_SIGNAL)
+		die_by_signal(ex->signal, ex->core_dumped);
+	_exit(ex->code & 0xff);
+}
+
+/* Handle one message. Returns true when client_run should return. */
+static bool on_message(struct client *cl, const Toolrun__ServerMessage *m)
+{
+	if (!cl->got_hello && m->msg_case != TOOLRUN__SERVER_MESSAGE__MSG_HELLO &&
+	    m->msg_case != TOOLRUN__SERVER_MESSAGE__MSG_ERROR)
+		goto unexpected;
+
+	switch (m->msg_case) {
+	case TOOLRUN__SERVER_MESSAGE__MSG_HELLO:
+		if (cl->got_hello)
+			goto unexpected;
+		if (m->hello->protocol_version != TOOLRUN__VERSION__VERSION_CURRENT) {
+			char v[24];
+			fmt_u64(v, m->hello->protocol_version);
+			unreachable(cl, EPROTO, "toolrund speaks another protocol version", v);
+			return true;
+		}
+		cl->got_hello = true;
+		return false;
+	case TOOLRUN__SERVER_MESSAGE__MSG_STARTED:
+		cl->started = true;
+		return false;
+	case TOOLRUN__SERVER_MESSAGE__MSG_OUTPUT:
+		on_output(cl, m->output);
+		return false;
+	case TOOLRUN__SERVER_MESSAGE__MSG_EXIT:
+		if (cl->started)
+			on_exit_started(m->exit);
+		/* Nothing ran: let the caller decide what the exec returns. */
+		cl->res->outcome = CLIENT_EXEC_FAILED;
+		cl->res->err = m->exit->exec_errno;
+		cl->res->code = m->exit->status_case == TOOLRUN__EXIT__STATUS_CODE
+					? m->exit->code
+					: 1;
+		{
+			struct sbuf sb = SBUF_INIT(cl->res->reason);
+			cl->res->reason[0] = '\0';
+			sbuf_add(&sb, m->exit->reason && m->exit->reason[0]
+					      ? m->exit->reason
+					      : "toolrund could not run it");
+		}
+		return true;
+	case TOOLRUN__SERVER_MESSAGE__MSG_ERROR:
+		if (cl->started)
+			fail_running(cl, "toolrund ended the request", m->error->message);
+		unreachable(cl, EPROTO, "toolrund refused the request",
+			    m->error->message);
+		return true;
+	case TOOLRUN__SERVER_MESSAGE__MSG_PONG:
+	case TOOLRUN__SERVER_MESSAGE__MSG__NOT_SET:
+	default:
+		break;
+	}
+unexpected:
+	if (cl->started)
+		fail_running(cl, "protocol error", "unexpected message from toolrund");
+	unreachable(cl, EPROTO, "protocol error", "unexpected message from toolrund");
+	return true;
+}
+
+/* Read whatever frames are ready. Returns true when client_run returns. */
+static bool read_frames(struct client *cl)
+{
+	ProtobufCAllocator alloc = {pb_alloc, pb_free, &cl->unpack};
+
+	for (;;) {
+		int r = frame_reader_read(&cl->reader, cl->sock);
+		if (r == FRAME_READ_AGAIN)
+			return false;
+		if (r != FRAME_READ_READY) {
+			const char *why = r == FRAME_READ_EOF ? "the daemon closed the connection"
+							      : errno_text(-r);
+			if (cl->started)
+				fail_running(cl, "lost connection to toolrund", why);
+			unreachable(cl, r == FRAME_READ_EOF ? EPIPE : -r,
+				    "toolrund did not answer", why);
+			return true;
+		}
+		cl->unpack.used = 0;
+		Toolrun__ServerMessage *m = toolrun__server_message__unpack(
+			&alloc, cl->reader.h.length, cl->reader.payload);
+		frame_reader_next(&cl->reader);
+		if (!m) {
+			if (cl->started)
+				fail_running(cl, "protocol error", "undecodable message from toolrund");
+			unreachable(cl, EPROTO, "protocol error",
+				    "undecodable message from toolrund");
+			return true;
+		}
+		if (on_message(cl, m))
+			return true;
+	}
+}
+
+static bool watchable(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
+static void event_loop(struct client *cl)
+{
+	/* Shaped output goes through us: notice when its reader leaves. */
+	bool watch_out = cl->sink.shape_stdout && watchable(STDOUT_FILENO);
+	bool watch_err = cl->sink.shape_stderr && !cl->sink.joined &&
+			 watchable(STDERR_FILENO);
+
+	for (;;) {
+		struct pollfd pfd[4] = {
+			{.fd = cl->sock, .events = POLLIN},
+			{.fd = cl->sigfd, .events = POLLIN},
+		};
+		nfds_t n = 2;
+		if (watch_out)
+			pfd[n++] = (struct pollfd){.fd = STDOUT_FILENO};
+		if (watch_err)
+			pfd[n++] = (struct pollfd){.fd = STDERR_FILENO};
+
+		if (poll(pfd, n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			if (cl->started)
+				fail_running(cl, "poll", errno_text(errno));
+			unreachable(cl, errno, "poll", errno_text(errno));
+			return;
+		}
+		if (pfd[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			while (read(cl->sigfd, &si, sizeof(si)) == sizeof(si))
+				send_signal(cl, (int)si.ssi_signo);
+		}
+		for (nfds_t i = 2; i < n; i++)
+			if (pfd[i].revents & (POLLERR | POLLHUP))
+				reader_gone();
+		if (pfd[0].revents && read_frames(cl))
+			return;
+	}
+}
+
+void client_run(const struct client_call *call, struct client_result *res)
+{
+	struct client cl = {
+		.call = call, .res = res, .sock = -1, .sigfd = -1, .cwd_fd = -1,
+	};
+	size_t argc, envc, hello_len, total;
+	uint8_t *frames;
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	if ((r = setup_memory(&cl, &argc, &envc)) < 0) {
+		unreachable(&cl, -r, "cannot map memory", errno_text(r));
+		goto out;
+	}
+	sink_decide(call->cfg, call->envp, &cl.sink);
+	cl.cwd_fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cl.cwd_fd < 0) {
+		unreachable(&cl, errno, "cannot open the working directory",
+			    errno_text(errno));
+		goto out;
+	}
+	collect_fds(&cl);
+
+	r = build_frames(&cl, argc, envc, &frames, &hello_len, &total);
+	if (r == -E2BIG) {
+		res->outcome = CLIENT_EXEC_FAILED;
+		res->err = E2BIG;
+		res->code = 126;
+		struct sbuf sb = SBUF_INIT(res->reason);
+		sbuf_add(&sb, "Argument list too long");
+		goto out;
+	}
+	if (r < 0) {
+		unreachable(&cl, -r, "cannot build the request", errno_text(r));
+		goto out;
+	}
+
+	if ((r = connect_daemon(&cl)) < 0) {
+		char what[CONFIG_SOCKET_MAX + 40];
+		struct sbuf sb = SBUF_INIT(what);
+		sbuf_add(&sb, "cannot reach toolrund at ");
+		sbuf_add(&sb, call->cfg->socket);
+		unreachable(&cl, -r, what, errno_text(r));
+		goto out;
+	}
+	if ((r = take_signals(&cl)) < 0) {
+		unreachable(&cl, -r, "cannot take signals", errno_text(r));
+		goto out;
+	}
+
+	/* Hello without fds, then the Request with its own. */
+	r = frame_send(cl.sock, frames, hello_len, NULL, 0);
+	if (r == 0)
+		r = frame_send(cl.sock, frames + hello_len, total - hello_len,
+			       cl.fds, cl.ntargets + 1);
+	if (r < 0) {
+		unreachable(&cl, -r, "cannot send the request to toolrund",
+			    errno_text(r));
+		goto out;
+	}
+	close_fd(&cl.cwd_fd);
+
+	cl.reader = (struct frame_reader){
+		.max_payload = FRAME_MAX_SERVER_PAYLOAD,
+		.payload = cl.recv_buf,
+		.payload_cap = FRAME_MAX_SERVER_PAYLOAD,
+	};
+	event_loop(&cl);
+out:
+	release(&cl);
+}

@@ -1,0 +1,470 @@
+/*
+ * The exec-family interposers.
+ *
+ * For each call: find the file that would run; if it is a listed tool,
+ * hand it to toolrund, else call the real function with the same
+ * arguments. A program that is not listed sees no difference: same
+ * result, same errno.
+ *
+ * Handing off happens in this process when it is safe to block it (see
+ * safety.h); otherwise the hook execs toolrun-exec, the helper beside
+ * this library, which does the same from a fresh process.
+ */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cfgcache.h"
+#include "client.h"
+#include "preload.h"
+#include "resolve.h"
+#include "safety.h"
+#include "sbuf.h"
+#include "util.h"
+
+#ifndef TOOLRUN_VERSION
+#define TOOLRUN_VERSION "0"
+#endif
+#define HELPER_NAME "toolrun-exec"
+/* Helper modes: how the original call treats an ENOEXEC file. */
+#define HELPER_MODE_EXEC "-e"   /* as execve: fail */
+#define HELPER_MODE_SEARCH "-p" /* as execvp: run it with /bin/sh */
+
+extern char **environ;
+
+struct preload preload_ctx;
+
+static const char *const real_names[REAL_COUNT] = {
+	[REAL_EXECVE] = "execve",
+	[REAL_EXECV] = "execv",
+	[REAL_EXECVP] = "execvp",
+	[REAL_EXECVPE] = "execvpe",
+	[REAL_EXECVEAT] = "execveat",
+	[REAL_FEXECVE] = "fexecve",
+	[REAL_POSIX_SPAWN] = "posix_spawn",
+	[REAL_POSIX_SPAWNP] = "posix_spawnp",
+};
+
+void *preload_real(enum real_fn which)
+{
+	void *fn = __atomic_load_n(&preload_ctx.real[which], __ATOMIC_RELAXED);
+
+	if (!fn) {
+		fn = dlsym(RTLD_NEXT, real_names[which]);
+		__atomic_store_n(&preload_ctx.real[which], fn, __ATOMIC_RELAXED);
+	}
+	return fn;
+}
+
+/* A shell parses the config before it forks, so that its children start
+ * with it in memory. */
+static void before_fork(void)
+{
+	cfgcache_refresh(&preload_ctx.cache, cfgcache_file(environ));
+}
+
+/* Loading the library costs one atfork registration and nothing else. */
+__attribute__((constructor)) static void preload_init(void)
+{
+	pthread_atfork(before_fork, NULL, NULL);
+}
+
+/* One intercepted call, whatever function it came through. */
+struct exec_call {
+	enum real_fn kind;
+	const char *file;    /* as given (execveat: the path after dirfd) */
+	int dirfd;           /* execveat */
+	int fd;              /* fexecve */
+	int flags;           /* execveat */
+	char *const *argv;
+	char *const *envp;   /* the environment the program would get */
+	bool search;         /* execvp-style PATH search */
+	/* posix_spawn */
+	pid_t *pid;
+	const posix_spawn_file_actions_t *actions;
+	const posix_spawnattr_t *attr;
+};
+
+static int call_real(const struct exec_call *c)
+{
+	void *fn = preload_real(c->kind);
+
+	if (!fn) {
+		errno = ENOSYS;
+		return c->kind >= REAL_POSIX_SPAWN ? ENOSYS : -1;
+	}
+	switch (c->kind) {
+	case REAL_EXECVE:
+	case REAL_EXECVPE:
+		return ((execve_fn)fn)(c->file, c->argv, c->envp);
+	case REAL_EXECV:
+	case REAL_EXECVP:
+		return ((execv_fn)fn)(c->file, c->argv);
+	case REAL_EXECVEAT:
+		return ((execveat_fn)fn)(c->dirfd, c->file, c->argv, c->envp, c->flags);
+	case REAL_FEXECVE:
+		return ((fexecve_fn)fn)(c->fd, c->argv, c->envp);
+	case REAL_POSIX_SPAWN:
+	case REAL_POSIX_SPAWNP:
+		return ((spawn_fn)fn)(c->pid, c->file, c->actions, c->attr, c->argv,
+				      c->envp);
+	case REAL_COUNT:
+	default:
+		errno = ENOSYS;
+		return -1;
+	}
+}
+
+static void say(const char *a, const char *b, const char *c, const char *d)
+{
+	char msg[1024];
+	struct sbuf sb = SBUF_INIT(msg);
+
+	sbuf_add(&sb, "toolrun: ");
+	sbuf_add(&sb, a);
+	if (b)
+		sbuf_add(&sb, b);
+	if (c)
+		sbuf_add(&sb, c);
+	if (d)
+		sbuf_add(&sb, d);
+	sbuf_addc(&sb, '\n');
+	(void)write_all(STDERR_FILENO, msg, sb.len);
+}
+
+/* The path of an open fd, if it still names the same file. */
+static bool path_of_fd(int fd, const char *rest, char out[PATH_MAX])
+{
+	char link[32] = "/proc/self/fd/";
+	struct sbuf sb = {link, sizeof(link), strlen(link)};
+	sbuf_add_i64(&sb, fd);
+
+	ssize_t n = readlink(link, out, PATH_MAX - 1);
+	if (n <= 0 || out[0] != '/')
+		return false;
+	out[n] = '\0';
+	if (rest && rest[0]) {
+		size_t rl = strlen(rest);
+		if ((size_t)n + 1 + rl >= PATH_MAX)
+			return false;
+		out[n] = '/';
+		memcpy(out + n + 1, rest, rl + 1);
+	}
+	return true;
+}
+
+/* A path given as it is: it runs if it is an executable file. */
+static bool plain_path(const char *file, char path[PATH_MAX])
+{
+	size_t len = strlen(file);
+
+	if (len == 0 || len >= PATH_MAX)
+		return false;
+	memcpy(path, file, len + 1);
+	return resolve_is_executable(path);
+}
+
+/* The path of dirfd (plus rest), when it still names the same file. */
+static bool path_at(int dirfd, const char *rest, char path[PATH_MAX])
+{
+	struct stat want, got;
+	int r = rest ? fstatat(dirfd, rest, &want, 0) : fstat(dirfd, &want);
+
+	return r == 0 && path_of_fd(dirfd, rest, path) && stat(path, &got) == 0 &&
+	       got.st_dev == want.st_dev && got.st_ino == want.st_ino &&
+	       resolve_is_executable(path);
+}
+
+/* Which file would run? Fills path; false when we cannot tell cheaply
+ * (an anonymous or deleted file): such a call is not intercepted. */
+static bool executable_path(const struct exec_call *c, char path[PATH_MAX])
+{
+	switch (c->kind) {
+	case REAL_FEXECVE:
+		return path_at(c->fd, NULL, path);
+	case REAL_EXECVEAT:
+		if (c->flags & AT_SYMLINK_NOFOLLOW)
+			return false;
+		if ((c->flags & AT_EMPTY_PATH) && c->file[0] == '\0')
+			return path_at(c->dirfd, NULL, path);
+		if (c->file[0] == '/' || c->dirfd == AT_FDCWD)
+			return plain_path(c->file, path);
+		return path_at(c->dirfd, c->file, path);
+	default:
+		if (c->search)
+			return resolve_program(c->file, getenv("PATH"), path);
+		return plain_path(c->file, path);
+	}
+}
+
+/* Is this call for a listed tool? Fills path, cfg and tool when it is. */
+static bool is_listed(const struct exec_call *c, char path[PATH_MAX],
+		      struct config **cfg, int *tool)
+{
+	if (!c->file)
+		return false;
+	*cfg = cfgcache_get(&preload_ctx.cache, cfgcache_file(c->envp));
+	if (!*cfg || (*cfg)->ntools == 0)
+		return false;
+	/* Most execs are of programs that are not listed: when only names
+	 * are listed, the name settles it before any file system lookup. */
+	if (c->file[0] && !(*cfg)->has_path_tools &&
+	    config_find_tool(*cfg, c->file) < 0)
+		return false;
+	if (!executable_path(c, path))
+		return false;
+	*tool = config_find_tool(*cfg, path);
+	return *tool >= 0;
+}
+
+static const char *helper_path(void)
+{
+	if (__atomic_load_n(&preload_ctx.helper_known, __ATOMIC_ACQUIRE))
+		return preload_ctx.helper;
+
+	Dl_info info;
+	char buf[PATH_MAX];
+	if (!dladdr((void *)helper_path, &info) || !info.dli_fname)
+		return NULL;
+	const char *slash = strrchr(info.dli_fname, '/');
+	size_t dir = slash ? (size_t)(slash - info.dli_fname + 1) : 0;
+	if (dir + sizeof(HELPER_NAME) > sizeof(buf))
+		return NULL;
+	memcpy(buf, info.dli_fname, dir);
+	memcpy(buf + dir, HELPER_NAME, sizeof(HELPER_NAME));
+	memcpy(preload_ctx.helper, buf, sizeof(buf));
+	__atomic_store_n(&preload_ctx.helper_known, true, __ATOMIC_RELEASE);
+	return preload_ctx.helper;
+}
+
+/* argv for the helper: HELPER MODE PATH ARGV... */
+static char **helper_argv(const struct exec_call *c, const char *helper,
+			  const char *path, size_t *map_len)
+{
+	size_t argc = 0;
+	while (c->argv && c->argv[argc])
+		argc++;
+	*map_len = (argc + 4) * sizeof(char *);
+	char **v = mmap(NULL, *map_len, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (v == MAP_FAILED)
+		return NULL;
+	v[0] = (char *)helper;
+	v[1] = (char *)(c->search ? HELPER_MODE_SEARCH : HELPER_MODE_EXEC);
+	v[2] = (char *)path;
+	for (size_t i = 0; i < argc; i++)
+		v[3 + i] = c->argv[i];
+	v[3 + argc] = NULL;
+	return v;
+}
+
+/* The daemon cannot be reached: apply the config's fallback. */
+static int fall_back(const struct exec_call *c, const struct config *cfg,
+		     const char *path, const char *reason)
+{
+	if (cfg->fallback == FALLBACK_DIRECT) {
+		say(reason, "; running ", path, " directly");
+		return call_real(c);
+	}
+	say(reason, NULL, NULL, NULL);
+	if (c->kind >= REAL_POSIX_SPAWN)
+		return EACCES;
+	errno = EACCES;
+	return -1;
+}
+
+/* Exec the helper, which runs the client from a fresh process. */
+static int via_helper(const struct exec_call *c, const struct config *cfg,
+		      const char *path)
+{
+	const char *helper = helper_path();
+	size_t map_len = 0;
+	char **hargv = helper ? helper_argv(c, helper, path, &map_len) : NULL;
+	int r;
+
+	if (!hargv)
+		return fall_back(c, cfg, path, "cannot locate " HELPER_NAME);
+
+	if (c->kind >= REAL_POSIX_SPAWN) {
+		spawn_fn spawn = (spawn_fn)preload_real(REAL_POSIX_SPAWN);
+		r = spawn ? spawn(c->pid, helper, c->actions, c->attr, hargv, c->envp)
+			  : ENOSYS;
+		munmap(hargv, map_len);
+		if (r == 0)
+			return 0;
+		errno = r;
+	} else {
+		execve_fn exec = (execve_fn)preload_real(REAL_EXECVE);
+		/* On success the mapping goes with the old image, except in a
+		 * vfork child, where it stays in the parent: unmapping first
+		 * is impossible, and it is a few bytes per argument. */
+		if (exec)
+			exec(helper, hargv, (char *const *)c->envp);
+		munmap(hargv, map_len);
+	}
+	char why[PATH_MAX + 64];
+	struct sbuf sb = SBUF_INIT(why);
+	sbuf_add(&sb, "cannot run ");
+	sbuf_add(&sb, helper);
+	sbuf_add(&sb, ": ");
+	sbuf_add(&sb, errno_text(errno));
+	return fall_back(c, cfg, path, why);
+}
+
+static int hook(struct exec_call *c)
+{
+	int saved_errno = errno;
+	char path[PATH_MAX];
+	struct config *cfg = NULL;
+	int tool = -1;
+
+	if (!is_listed(c, path, &cfg, &tool)) {
+		errno = saved_errno;
+		return call_real(c);
+	}
+	if (c->kind >= REAL_POSIX_SPAWN || !safety_client_allowed())
+		return via_helper(c, cfg, path);
+
+	struct client_call call = {
+		.cfg = cfg,
+		.tool = tool,
+		.path = path,
+		.argv = c->argv,
+		.envp = c->envp,
+		.software = "libtoolrun " TOOLRUN_VERSION,
+	};
+	struct client_result res;
+	client_run(&call, &res);
+
+	/* Nothing ran. */
+	if (res.outcome == CLIENT_UNREACHABLE)
+		return fall_back(c, cfg, path, res.reason);
+	if (res.err == ENOEXEC) {
+		/* A script without #!: the real call runs it with /bin/sh (the
+		 * p variants) or fails for the caller to handle, as it would. */
+		errno = saved_errno;
+		return call_real(c);
+	}
+	if (res.err == E2BIG) {
+		errno = E2BIG;
+		return -1;
+	}
+	client_exit_failure(path, &res);
+}
+
+/* ------------------------------------------------------------------ */
+/* The interposed functions.                                           */
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	struct exec_call c = {.kind = REAL_EXECVE, .file = path, .argv = argv, .envp = envp};
+	return hook(&c);
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+	struct exec_call c = {.kind = REAL_EXECV, .file = path, .argv = argv, .envp = environ};
+	return hook(&c);
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+	struct exec_call c = {.kind = REAL_EXECVP, .file = file, .argv = argv,
+			      .envp = environ, .search = true};
+	return hook(&c);
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	struct exec_call c = {.kind = REAL_EXECVPE, .file = file, .argv = argv,
+			      .envp = envp, .search = true};
+	return hook(&c);
+}
+
+EXPORT int execveat(int dirfd, const char *path, char *const argv[],
+		    char *const envp[], int flags)
+{
+	struct exec_call c = {.kind = REAL_EXECVEAT, .file = path, .dirfd = dirfd,
+			      .flags = flags, .argv = argv, .envp = envp};
+	return hook(&c);
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	struct exec_call c = {.kind = REAL_FEXECVE, .file = "", .fd = fd,
+			      .argv = argv, .envp = envp};
+	return hook(&c);
+}
+
+EXPORT int posix_spawn(pid_t *pid, const char *path,
+		       const posix_spawn_file_actions_t *actions,
+		       const posix_spawnattr_t *attr, char *const argv[],
+		       char *const envp[])
+{
+	struct exec_call c = {.kind = REAL_POSIX_SPAWN, .file = path, .argv = argv,
+			      .envp = envp ? envp : environ, .pid = pid,
+			      .actions = actions, .attr = attr};
+	return hook(&c);
+}
+
+EXPORT int posix_spawnp(pid_t *pid, const char *file,
+			const posix_spawn_file_actions_t *actions,
+			const posix_spawnattr_t *attr, char *const argv[],
+			char *const envp[])
+{
+	struct exec_call c = {.kind = REAL_POSIX_SPAWNP, .file = file, .argv = argv,
+			      .envp = envp ? envp : environ, .search = true,
+			      .pid = pid, .actions = actions, .attr = attr};
+	return hook(&c);
+}
+
+/* execl and friends collect their arguments the way glibc does (on the
+ * stack) and go through the array forms, which is what glibc does too. */
+#define COLLECT_ARGS(first, ap, argv)                                          \
+	size_t argc_ = 1;                                                      \
+	va_start(ap, first);                                                   \
+	while (va_arg(ap, char *))                                             \
+		argc_++;                                                       \
+	va_end(ap);                                                            \
+	char **argv = __builtin_alloca((argc_ + 1) * sizeof(char *));          \
+	va_start(ap, first);                                                   \
+	argv[0] = (char *)(first);                                             \
+	for (size_t i_ = 1; i_ <= argc_; i_++)                                 \
+		argv[i_] = va_arg(ap, char *);
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	COLLECT_ARGS(arg, ap, argv);
+	va_end(ap);
+	struct exec_call c = {.kind = REAL_EXECV, .file = path, .argv = argv, .envp = environ};
+	return hook(&c);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	COLLECT_ARGS(arg, ap, argv);
+	va_end(ap);
+	struct exec_call c = {.kind = REAL_EXECVP, .file = file, .argv = argv,
+			      .envp = environ, .search = true};
+	return hook(&c);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	COLLECT_ARGS(arg, ap, argv);
+	char *const *envp = va_arg(ap, char *const *);
+	va_end(ap);
+	struct exec_call c = {.kind = REAL_EXECVE, .file = path, .argv = argv, .envp = envp};
+	return hook(&c);
+}

@@ -1,0 +1,99 @@
+#include "sink.h"
+
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <termios.h>
+
+#include "util.h"
+
+struct identity {
+	bool set;
+	dev_t dev;
+	ino_t ino;
+};
+
+/* Parse "DEV:INO" (decimal, as `stat -c %d:%i` prints). */
+static bool parse_identity(const char *s, struct identity *id)
+{
+	uint64_t v[2] = {0, 0};
+	int part = 0;
+	bool digits = false;
+
+	for (; *s; s++) {
+		if (*s == ':' && part == 0 && digits) {
+			part = 1;
+			digits = false;
+		} else if (*s >= '0' && *s <= '9') {
+			if (v[part] > (UINT64_MAX - 9) / 10)
+				return false;
+			v[part] = v[part] * 10 + (uint64_t)(*s - '0');
+			digits = true;
+		} else {
+			return false;
+		}
+	}
+	if (part != 1 || !digits)
+		return false;
+	id->set = true;
+	id->dev = (dev_t)v[0];
+	id->ino = (ino_t)v[1];
+	return true;
+}
+
+static const char *env_value(char *const envp[], const char *key, size_t len)
+{
+	for (char *const *e = envp; e && *e; e++)
+		if (strncmp(*e, key, len) == 0)
+			return *e + len;
+	return NULL;
+}
+
+static bool reaches_agent_by_kind(int fd, const struct stat *st)
+{
+	struct termios t;
+
+	if (S_ISFIFO(st->st_mode) || S_ISSOCK(st->st_mode))
+		return true;
+	return S_ISCHR(st->st_mode) && ioctl(fd, TCGETS, &t) == 0;
+}
+
+void sink_decide(const struct config *cfg, char *const envp[],
+		 struct sink_decision *out)
+{
+	static const char out_key[] = "TOOLRUN_AGENT_STDOUT=";
+	static const char err_key[] = "TOOLRUN_AGENT_STDERR=";
+	struct stat st[2];
+	bool open_fd[2];
+	struct identity declared[2] = {{0}, {0}};
+
+	for (int i = 0; i < 2; i++)
+		open_fd[i] = fstat(1 + i, &st[i]) == 0;
+
+	const char *d_out = env_value(envp, out_key, sizeof(out_key) - 1);
+	const char *d_err = env_value(envp, err_key, sizeof(err_key) - 1);
+	bool have_declaration = d_out || d_err;
+	if (d_out)
+		parse_identity(d_out, &declared[0]);
+	if (d_err)
+		parse_identity(d_err, &declared[1]);
+
+	bool shape[2];
+	for (int i = 0; i < 2; i++) {
+		if (!open_fd[i])
+			shape[i] = false;
+		else if (cfg->truncate == TRUNCATE_ALWAYS)
+			shape[i] = true;
+		else if (have_declaration)
+			shape[i] = (declared[0].set && declared[0].dev == st[i].st_dev &&
+				    declared[0].ino == st[i].st_ino) ||
+				   (declared[1].set && declared[1].dev == st[i].st_dev &&
+				    declared[1].ino == st[i].st_ino);
+		else
+			shape[i] = reaches_agent_by_kind(1 + i, &st[i]);
+	}
+	out->shape_stdout = shape[0];
+	out->shape_stderr = shape[1];
+	out->joined = shape[0] && shape[1] && st[0].st_dev == st[1].st_dev &&
+		      st[0].st_ino == st[1].st_ino;
+}

@@ -1,0 +1,116 @@
+/*
+ * Frames: how every toolrun message crosses a Unix stream socket.
+ *
+ *   offset  size  field
+ *   0       4     payload length, little-endian, at most the receiver's max
+ *   4       2     number of fds attached to this frame, little-endian
+ *   6       1     frame version, 1
+ *   7       1     flags, 0 (reserved)
+ *   8       len   one protobuf message
+ *
+ * The fds travel as SCM_RIGHTS on the sendmsg() calls that carry the
+ * frame's own bytes, never on another frame's. proto/README.md is the
+ * normative text.
+ *
+ * Everything here is async-signal-safe; the frame reader allocates only
+ * through the grow callback its owner supplies.
+ */
+#ifndef TOOLRUN_FRAME_H
+#define TOOLRUN_FRAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#define FRAME_HEADER_SIZE 8
+#define FRAME_VERSION 1
+
+/* A Request must fit a full argv plus environment. Linux allows up to
+ * 6 MiB of them (3/4 of an 8 MiB stack limit); protobuf adds at most a few
+ * bytes per string, fewer than the pointers the kernel counts. */
+#define FRAME_MAX_CLIENT_PAYLOAD (8u << 20)
+/* The daemon's messages are small: Output carries at most 64 KiB. */
+#define FRAME_MAX_SERVER_PAYLOAD (128u << 10)
+/* Descriptors one frame may carry: a program's inherited fds. */
+#define FRAME_MAX_FDS 1024
+/* The kernel's limit per sendmsg() (SCM_MAX_FD). */
+#define FRAME_FDS_PER_SENDMSG 253
+
+struct frame_header {
+	uint32_t length;
+	uint16_t nfds;
+};
+
+void frame_header_pack(uint8_t out[FRAME_HEADER_SIZE], uint32_t length,
+		       uint16_t nfds);
+
+/* Returns 0, -EPROTO (bad version, flags or fd count), or -EMSGSIZE. */
+int frame_header_parse(const uint8_t in[FRAME_HEADER_SIZE],
+		       uint32_t max_payload, struct frame_header *h);
+
+/* Bytes needed to frame msg. */
+size_t frame_size(const ProtobufCMessage *msg);
+
+/* Write header and packed msg to out (frame_size(msg) bytes). */
+size_t frame_pack(const ProtobufCMessage *msg, uint16_t nfds, uint8_t *out);
+
+/*
+ * Send buf[*off..len), attaching fds[*fds_sent..nfds) along the way.
+ * Returns 0 once everything is sent, -EAGAIN if the socket is full (call
+ * again when writable), or another -errno. Never raises SIGPIPE.
+ */
+int frame_send_partial(int sock, const uint8_t *buf, size_t len, size_t *off,
+		       const int *fds, unsigned nfds, unsigned *fds_sent);
+
+/* The same, blocking until done (polls a non-blocking socket). */
+int frame_send(int sock, const uint8_t *buf, size_t len, const int *fds,
+	       unsigned nfds);
+
+/*
+ * Incremental reader for one frame at a time. Reads never cross the end
+ * of the current frame, so fds that arrive belong to it.
+ */
+struct frame_reader {
+	uint32_t max_payload;
+	/* Make room for at least `need` payload bytes; returns false when it
+	 * cannot (the read then fails with -ENOMEM). */
+	bool (*grow)(struct frame_reader *r, size_t need);
+	void *owner;
+
+	uint8_t header[FRAME_HEADER_SIZE];
+	size_t header_have;
+	bool have_header;
+	struct frame_header h;
+
+	uint8_t *payload;
+	size_t payload_cap;
+	size_t payload_have;
+
+	int *fds; /* room for FRAME_MAX_FDS */
+	unsigned nfds;
+};
+
+enum frame_read_result {
+	FRAME_READ_AGAIN = 0, /* need more bytes: wait for readable */
+	FRAME_READ_READY = 1, /* a whole frame is in payload / fds */
+	FRAME_READ_EOF = 2,   /* clean end of stream between frames */
+};
+
+/*
+ * Read what is available. Returns an enum frame_read_result, or
+ * -EPROTO (bad header, fds not matching the count, truncated control
+ * data, EOF inside a frame), -EMSGSIZE (too large), -ENOMEM, -errno.
+ * After READY the caller takes payload and fds, then calls
+ * frame_reader_next().
+ */
+int frame_reader_read(struct frame_reader *r, int sock);
+
+/* Forget the current frame; close any fds the caller did not take. */
+void frame_reader_next(struct frame_reader *r);
+
+/* Close fds still held (on teardown). */
+void frame_reader_drop_fds(struct frame_reader *r);
+
+#endif
