@@ -36,7 +36,7 @@ static struct config *load_config(void)
 {
 	struct config *cfg = calloc(1, sizeof(*cfg));
 	char *scratch = malloc(CONFIG_MAX_FILE + 1);
-	const char *file = cfgcache_file(environ);
+	const char *file = cfgcache_file(environ, NULL);
 
 	if (!cfg || !scratch) {
 		fprintf(stderr, "toolrun: out of memory\n");

@@ -473,7 +473,7 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 		size_t n = MIN(req->executable.len, sizeof(exe) - 1);
 		memcpy(exe, req->executable.data, n);
 		exe[n] = '\0';
-		snprintf(j->name, sizeof(j->name), "%s", base_name(exe));
+		snprintf(j->name, sizeof(j->name), "%.63s", base_name(exe));
 	}
 	j->next = L->jobs;
 	if (L->jobs)
@@ -492,7 +492,7 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 		job_not_run(j, 126, EACCES, reason);
 		return;
 	}
-	snprintf(j->tool, sizeof(j->tool), "%s", config_tool_name(L->cfg, d.tool));
+	snprintf(j->tool, sizeof(j->tool), "%.63s", config_tool_name(L->cfg, d.tool));
 	j->limits = d.limits;
 	j->joined = d.joined;
 
@@ -521,7 +521,7 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 			continue;
 		s->shaped = true;
 		shaper_init(&s->shaper, d.limits.max_bytes, d.limits.max_lines);
-		int w;
+		int w = -1;
 		if (i == 1 && d.joined) {
 			w = fcntl(write_end[0], F_DUPFD_CLOEXEC, 3);
 		} else {

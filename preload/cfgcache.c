@@ -28,14 +28,14 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-const char *cfgcache_file(char *const envp[])
+const char *cfgcache_file(char *const envp[], const char *inherited)
 {
 	static const char key[] = "TOOLRUN_CONFIG=";
 
 	for (char *const *e = envp; e && *e; e++)
 		if (strncmp(*e, key, sizeof(key) - 1) == 0 && (*e)[sizeof(key) - 1])
 			return *e + sizeof(key) - 1;
-	return config_default_path;
+	return inherited && inherited[0] ? inherited : config_default_path;
 }
 
 static void note_identity(struct cached *c, const char *file)

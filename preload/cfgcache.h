@@ -26,8 +26,11 @@ struct cfgcache {
  * read or is invalid (said once on stderr). Async-signal-safe. */
 struct config *cfgcache_get(struct cfgcache *cc, const char *file);
 
-/* The config file named by an environment (TOOLRUN_CONFIG) or the default. */
-const char *cfgcache_file(char *const envp[]);
+/* The config file for an exec: TOOLRUN_CONFIG in its envp, else
+ * `inherited` (the one the process started with; may be NULL), else the
+ * default path. `env -i cat` thus keeps the config of the shell that ran
+ * env. */
+const char *cfgcache_file(char *const envp[], const char *inherited);
 
 /* For an atfork prepare handler: parse `file` (or re-parse it if it
  * changed) in the parent, checking at most once a second. */

@@ -348,9 +348,17 @@ static int take_signals(struct client *cl)
 		return -errno;
 	cl->signals_taken = true;
 
+	/* A signal the caller ignores stays ignored across exec, so the
+	 * program would never see it: do not forward it. (Blocked, it is
+	 * still queued, which is why this must be checked here.) */
 	sigemptyset(&fwd);
-	for (size_t i = 0; i < ARRAY_SIZE(forwarded_signals); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(forwarded_signals); i++) {
+		struct sigaction sa;
+		if (sigaction(forwarded_signals[i], NULL, &sa) == 0 &&
+		    sa.sa_handler == SIG_IGN)
+			continue;
 		sigaddset(&fwd, forwarded_signals[i]);
+	}
 	cl->sigfd = signalfd(-1, &fwd, SFD_CLOEXEC | SFD_NONBLOCK);
 	return cl->sigfd < 0 ? -errno : 0;
 }

@@ -1,11 +1,12 @@
 /*
  * toolrun-exec: the hook's stand-in where the client cannot run in place.
  *
- *   toolrun-exec -e|-p PATH ARGV0 ARGS...     (environment: the program's)
+ *   toolrun-exec -e|-p CONFIG PATH ARGV0 ARGS...   (environment: the program's)
  *
  * The exec hook execs this from a vfork child, from a process with other
  * threads, or through posix_spawn, so that the client runs in a fresh
- * process that owns nothing else. PATH was resolved by the hook; -p says
+ * process that owns nothing else. The hook chose CONFIG and resolved PATH
+ * (the program's environment may not name the config: `env -i`); -p says
  * the original call searched PATH like execvp, which runs a file without
  * #! through /bin/sh.
  *
@@ -69,18 +70,18 @@ static NORETURN void run_direct(const char *path, char **argv, bool search_mode)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3 || (strcmp(argv[1], "-e") != 0 && strcmp(argv[1], "-p") != 0)) {
+	if (argc < 4 || (strcmp(argv[1], "-e") != 0 && strcmp(argv[1], "-p") != 0)) {
 		static const char usage[] =
 			"toolrun-exec: internal helper of libtoolrun.so; not for direct use\n";
 		(void)write_all(STDERR_FILENO, usage, sizeof(usage) - 1);
 		return 2;
 	}
 	bool search_mode = argv[1][1] == 'p';
-	const char *path = argv[2];
-	char **prog_argv = argv + 3;
+	const char *path = argv[3];
+	char **prog_argv = argv + 4;
 
 	struct cfgcache cache = {0};
-	struct config *cfg = cfgcache_get(&cache, cfgcache_file(environ));
+	struct config *cfg = cfgcache_get(&cache, argv[2]);
 	int tool = cfg ? config_find_tool(cfg, path) : -1;
 	if (tool < 0)
 		run_direct(path, prog_argv, search_mode); /* no longer listed */

@@ -66,12 +66,19 @@ void *preload_real(enum real_fn which)
  * with it in memory. */
 static void before_fork(void)
 {
-	cfgcache_refresh(&preload_ctx.cache, cfgcache_file(environ));
+	cfgcache_refresh(&preload_ctx.cache,
+			 cfgcache_file(environ, preload_ctx.inherited_config));
 }
 
-/* Loading the library costs one atfork registration and nothing else. */
+/* Loading the library costs one atfork registration and one getenv, and
+ * nothing else: no file is read until the process forks or execs. */
 __attribute__((constructor)) static void preload_init(void)
 {
+	const char *cfg = getenv("TOOLRUN_CONFIG");
+	size_t len = cfg ? strlen(cfg) : 0;
+
+	if (len < sizeof(preload_ctx.inherited_config))
+		memcpy(preload_ctx.inherited_config, cfg ? cfg : "", len + 1);
 	pthread_atfork(before_fork, NULL, NULL);
 }
 
@@ -209,7 +216,8 @@ static bool is_listed(const struct exec_call *c, char path[PATH_MAX],
 {
 	if (!c->file)
 		return false;
-	*cfg = cfgcache_get(&preload_ctx.cache, cfgcache_file(c->envp));
+	*cfg = cfgcache_get(&preload_ctx.cache,
+			    cfgcache_file(c->envp, preload_ctx.inherited_config));
 	if (!*cfg || (*cfg)->ntools == 0)
 		return false;
 	/* Most execs are of programs that are not listed: when only names
@@ -243,24 +251,25 @@ static const char *helper_path(void)
 	return preload_ctx.helper;
 }
 
-/* argv for the helper: HELPER MODE PATH ARGV... */
+/* argv for the helper: HELPER MODE CONFIG PATH ARGV... */
 static char **helper_argv(const struct exec_call *c, const char *helper,
-			  const char *path, size_t *map_len)
+			  const char *config, const char *path, size_t *map_len)
 {
 	size_t argc = 0;
 	while (c->argv && c->argv[argc])
 		argc++;
-	*map_len = (argc + 4) * sizeof(char *);
+	*map_len = (argc + 5) * sizeof(char *);
 	char **v = mmap(NULL, *map_len, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (v == MAP_FAILED)
 		return NULL;
 	v[0] = (char *)helper;
 	v[1] = (char *)(c->search ? HELPER_MODE_SEARCH : HELPER_MODE_EXEC);
-	v[2] = (char *)path;
+	v[2] = (char *)config;
+	v[3] = (char *)path;
 	for (size_t i = 0; i < argc; i++)
-		v[3 + i] = c->argv[i];
-	v[3 + argc] = NULL;
+		v[4 + i] = c->argv[i];
+	v[4 + argc] = NULL;
 	return v;
 }
 
@@ -285,7 +294,7 @@ static int via_helper(const struct exec_call *c, const struct config *cfg,
 {
 	const char *helper = helper_path();
 	size_t map_len = 0;
-	char **hargv = helper ? helper_argv(c, helper, path, &map_len) : NULL;
+	char **hargv = helper ? helper_argv(c, helper, cfg->file, path, &map_len) : NULL;
 	int r;
 
 	if (!hargv)

@@ -46,6 +46,8 @@ enum real_fn {
 struct preload {
 	void *real[REAL_COUNT];
 	struct cfgcache cache;
+	/* TOOLRUN_CONFIG as the process started with it ("" if unset). */
+	char inherited_config[CONFIG_PATH_MAX];
 	/* toolrun-exec, beside this library; found on first use. */
 	char helper[PATH_MAX];
 	bool helper_known;

@@ -1,0 +1,74 @@
+#!/usr/bin/env bats
+# Every hooked function hands a listed program to the daemon, and leaves
+# other programs to the real function.
+
+load helpers
+
+setup_file() {
+	tr_start
+	printf 'hooked\n' >"$TR_DIR/data"
+}
+
+teardown_file() {
+	tr_stop
+}
+
+# hookcall FUNCTION runs cat through it; the daemon must log the job.
+through() {
+	local fn=$1 prog=$2
+	local n
+	n=$(tr_job_count)
+	run --separate-stderr tr_bash "$TR_HOOKCALL $fn $prog $TR_DIR/data"
+	[ "$status" -eq 0 ]
+	[ "$output" = hooked ]
+	jobs_since "$n" | grep -q ' tool=cat '
+}
+
+@test "09-hooks-execve" { through execve /bin/cat; }
+@test "09-hooks-execv" { through execv /bin/cat; }
+@test "09-hooks-execvp" { through execvp cat; }
+@test "09-hooks-execvpe" { through execvpe cat; }
+@test "09-hooks-execl" { through execl /bin/cat; }
+@test "09-hooks-execle" { through execle /bin/cat; }
+@test "09-hooks-execlp" { through execlp cat; }
+@test "09-hooks-execveat" { through execveat /usr/bin/cat; }
+@test "09-hooks-execveat-empty-path" { through execveat-fd /usr/bin/cat; }
+@test "09-hooks-fexecve" { through fexecve /usr/bin/cat; }
+@test "09-hooks-posix_spawn" { through posix_spawn /bin/cat; }
+@test "09-hooks-posix_spawnp" { through posix_spawnp cat; }
+@test "09-hooks-vfork-execve" { through vfork /bin/cat; }
+@test "09-hooks-fork-execve" { through fork /bin/cat; }
+
+@test "09-hooks-unlisted: each function runs an unlisted program itself" {
+	n=$(tr_job_count)
+	for fn in execve execv execvp execvpe execl execle execlp execveat execveat-fd \
+		fexecve posix_spawn posix_spawnp vfork fork; do
+		prog=/bin/echo
+		case $fn in execvp | execvpe | execlp | posix_spawnp) prog=echo ;; execveat*|fexecve) prog=/usr/bin/echo ;; esac
+		run --separate-stderr tr_bash "$TR_HOOKCALL $fn $prog via-$fn"
+		[ "$status" -eq 0 ]
+		[ "$output" = "via-$fn" ]
+	done
+	[ "$(tr_job_count)" -eq "$n" ]
+}
+
+@test "09-hooks-errno: a failing exec returns the errno it would without toolrun" {
+	for fn in execve execvp posix_spawn posix_spawnp; do
+		run --separate-stderr tr_bash "$TR_HOOKCALL $fn /nonexistent/cat x"
+		via="$status $stderr"
+		run --separate-stderr plain_bash "$TR_HOOKCALL $fn /nonexistent/cat x"
+		[ "$via" = "$status $stderr" ]
+		[[ "$stderr" == *ENOENT* ]]
+	done
+}
+
+@test "09-hooks-path-search: execvp skips a directory entry whose match is not executable" {
+	mkdir -p "$TR_DIR/p1" "$TR_DIR/p2"
+	printf 'not a program\n' >"$TR_DIR/p1/cat"
+	ln -sf /usr/bin/cat "$TR_DIR/p2/cat"
+	n=$(tr_job_count)
+	run --separate-stderr tr_bash "PATH=$TR_DIR/p1:$TR_DIR/p2 $TR_HOOKCALL execvp cat $TR_DIR/data"
+	[ "$status" -eq 0 ]
+	[ "$output" = hooked ]
+	jobs_since "$n" | grep -q ' tool=cat '
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bats
+# Signals sent to the caller reach the program.
+
+load helpers
+
+setup_file() {
+	tr_start
+}
+
+teardown_file() {
+	tr_stop
+}
+
+@test "15-signals-timeout: timeout(1) around a listed tool ends it with SIGTERM" {
+	n=$(tr_job_count)
+	run timeout 20 "$TR_BASH" 'timeout 1 tail -f /dev/null; echo $?'
+	[ "$output" = 124 ]
+	jobs_since "$n" | grep -q 'tool=tail .*signal=TERM'
+}
+
+@test "15-signals-kill-term: kill -TERM of a background job kills the program" {
+	run timeout 20 "$TR_BASH" "$TR_PROBE pid >$TR_DIR/pid & until [ -s $TR_DIR/pid ]; do sleep 0.02; done; kill -TERM \$!; wait \$!; echo \$?; rm $TR_DIR/pid"
+	[ "$output" = 143 ]
+}
+
+@test "15-signals-kill-int: SIGINT to the caller reaches the program and it dies of it" {
+	# The caller is bash itself, which execs the probe and so becomes the
+	# client; a background subshell interrupts it once the probe runs.
+	run timeout 20 "$TR_BASH" "(until [ -s $TR_DIR/pid ]; do sleep 0.02; done; kill -INT \$\$) & exec $TR_PROBE pid >$TR_DIR/pid"
+	rm -f "$TR_DIR/pid"
+	[ "$status" -eq 130 ]
+}
+
+@test "15-signals-ignored: a signal the caller ignores is not forwarded, as exec keeps it ignored" {
+	# bash starts background jobs with SIGINT ignored.
+	line="$TR_PROBE pid >$TR_DIR/pid & until [ -s $TR_DIR/pid ]; do sleep 0.02; done; kill -INT \$!; sleep 0.3; kill -0 \$! && echo alive; kill -TERM \$!; wait \$!; echo \$?; rm $TR_DIR/pid"
+	run timeout 20 "$TR_BASH" "$line"
+	via=$output
+	[ "$via" = "$(printf 'alive\n143')" ]
+	run timeout 20 "$PLAIN_BASH" "$line"
+	[ "$via" = "$output" ]
+}
+
+@test "15-signals-usr1: SIGUSR1 is forwarded too" {
+	run --separate-stderr timeout 20 "$TR_BASH" "$TR_PROBE pid >$TR_DIR/pid & until [ -s $TR_DIR/pid ]; do sleep 0.02; done; kill -USR1 \$!; wait \$!; echo \$?; rm $TR_DIR/pid"
+	[ "$output" = 138 ]
+}

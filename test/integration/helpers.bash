@@ -1,0 +1,148 @@
+# Shared by the integration tests: a real toolrund on a private socket, and
+# a real bash that turns toolrun on through the profile snippet.
+#
+# Each test file starts its own daemon in setup_file (tr_start) with a
+# config it may extend, and stops it in teardown_file (tr_stop), which
+# also fails if a program started by the daemon is still alive.
+
+bats_require_minimum_version 1.5.0
+
+: "${TOOLRUN_BUILD:?run through meson test}"
+: "${TOOLRUN_SOURCE:?run through meson test}"
+
+TR_DAEMON="$TOOLRUN_BUILD/daemon/toolrund"
+TR_CLI="$TOOLRUN_BUILD/cli/toolrun"
+TR_LIB="$TOOLRUN_BUILD/preload/libtoolrun.so"
+TR_SNIPPET="$TOOLRUN_BUILD/preload/toolrun-uninstalled.sh"
+TR_PROBE="$TOOLRUN_BUILD/test/progs/probe"
+TR_HOOKCALL="$TOOLRUN_BUILD/test/progs/hookcall"
+TR_RAWFRAME="$TOOLRUN_BUILD/test/progs/rawframe"
+
+# Write the config: the usual tools, the probe, small limits. Extra lines
+# (global keys first, then sections) come from the arguments.
+tr_write_config() {
+	local file=$1
+	shift
+	{
+		echo "socket = $TR_DIR/s.sock"
+		echo "tools = cat grep find ls head tail sed awk sort uniq wc $TR_PROBE"
+		echo "max_bytes = 4000"
+		echo "max_lines = 200"
+		echo "timeout = 20"
+		local line
+		for line in "$@"; do
+			echo "$line"
+		done
+	} >"$file"
+}
+
+# Start a daemon with the default config plus extra lines.
+tr_start() {
+	TR_DIR=$(mktemp -d /tmp/trt.XXXXXX)
+	export TR_DIR
+	export TOOLRUN_CONFIG="$TR_DIR/toolrun.conf"
+	# Every program of this file carries the marker, so that tr_stop can
+	# find any that outlived the daemon.
+	export TR_MARK="trmark-$TR_DIR"
+	tr_write_config "$TOOLRUN_CONFIG" "$@"
+	tr_write_wrappers
+	tr_launch
+}
+
+# $TR_BASH / $PLAIN_BASH: scripts for tr_bash / plain_bash, for use under
+# timeout(1) or from another shell.
+tr_write_wrappers() {
+	TR_BASH="$TR_DIR/tr-bash"
+	PLAIN_BASH="$TR_DIR/plain-bash"
+	export TR_BASH PLAIN_BASH
+	cat >"$TR_BASH" <<EOF2
+#!/bin/bash
+exec env -u LD_PRELOAD -u TOOLRUN_AGENT_STDOUT -u TOOLRUN_AGENT_STDERR \\
+	BASH_ENV='$TR_SNIPPET' TR_MARK='$TR_MARK' TOOLRUN_CONFIG="\$TOOLRUN_CONFIG" \\
+	bash -c "\$@"
+EOF2
+	cat >"$PLAIN_BASH" <<EOF2
+#!/bin/bash
+exec env -u LD_PRELOAD -u BASH_ENV TR_MARK='$TR_MARK' bash -c "\$@"
+EOF2
+	chmod +x "$TR_BASH" "$PLAIN_BASH"
+}
+
+tr_launch() {
+	"$TR_DAEMON" --config "$TOOLRUN_CONFIG" -v 2>>"$TR_DIR/daemon.log" &
+	TR_PID=$!
+	echo "$TR_PID" >"$TR_DIR/daemon.pid"
+	local i
+	for i in $(seq 1 100); do
+		[ -S "$TR_DIR/s.sock" ] && "$TR_CLI" ping >/dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	echo "toolrund did not come up; its log:" >&2
+	cat "$TR_DIR/daemon.log" >&2
+	return 1
+}
+
+tr_kill_daemon() {
+	local pid
+	pid=$(cat "$TR_DIR/daemon.pid" 2>/dev/null) || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	local i
+	for i in $(seq 1 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	rm -f "$TR_DIR/daemon.pid"
+}
+
+# Processes that carry this file's marker in their environment.
+tr_marked_processes() {
+	local f pid
+	for f in /proc/[0-9]*/environ; do
+		pid=${f#/proc/}
+		pid=${pid%/environ}
+		[ "$pid" = "$$" ] && continue
+		if { tr '\0' '\n' <"$f"; } 2>/dev/null | grep -qx "TR_MARK=$TR_MARK"; then
+			echo "$pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
+		fi
+	done
+}
+
+tr_stop() {
+	[ -n "${TR_DIR:-}" ] || return 0
+	tr_kill_daemon
+	local left
+	left=$(tr_marked_processes)
+	if [ -n "$left" ]; then
+		echo "processes left behind:" >&2
+		echo "$left" >&2
+		return 1
+	fi
+	rm -rf "$TR_DIR"
+}
+
+# Run a command line in bash with toolrun on, as a login shell in the
+# container would (the snippet declares this bash's stdout and stderr as
+# the agent's). The caller's TOOLRUN_CONFIG points at the test daemon.
+tr_bash() {
+	"$TR_BASH" "$@"
+}
+
+# The same command line without toolrun, for comparisons.
+plain_bash() {
+	"$PLAIN_BASH" "$@"
+}
+
+# The number of job lines in the daemon log so far; jobs_since N prints
+# the job lines after the first N.
+tr_job_count() {
+	grep -c ' info: job [0-9]* uid=' "$TR_DIR/daemon.log" || true
+}
+
+jobs_since() {
+	grep ' info: job [0-9]* uid=' "$TR_DIR/daemon.log" | tail -n +"$(($1 + 1))"
+}
+
+# A file of N numbered lines ("line 1" ...).
+make_lines() {
+	seq -f 'line %g' 1 "$2" >"$1"
+}

@@ -1,0 +1,89 @@
+/*
+ * probe: a program that reports on itself, for the integration tests.
+ * Listed as a tool by absolute path in the test config.
+ *
+ *   probe args            each argument on a line, bytes as \xHH escapes
+ *                         for anything outside printable ASCII
+ *   probe fds             the open descriptors, one per line
+ *   probe cwd             the working directory
+ *   probe env NAME...     NAME=value for each NAME, or NAME unset
+ *   probe exit N          exit with status N
+ *   probe kill SIGNAL     kill itself with SIGNAL (a number)
+ *   probe both N          write N lines alternately to stdout and stderr
+ *   probe pid             print its pid, then sleep until killed
+ *   probe bytes N         write N bytes of 'x' (in lines of 64) to stdout
+ */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void print_escaped(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p >= 0x20 && *p < 0x7f && *p != '\\')
+			putchar(*p);
+		else
+			printf("\\x%02x", *p);
+	}
+	putchar('\n');
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: probe args|fds|cwd|env|exit|kill|both|pid|bytes ...\n");
+		return 2;
+	}
+	const char *cmd = argv[1];
+
+	if (!strcmp(cmd, "args")) {
+		for (int i = 0; i < argc; i++)
+			print_escaped(argv[i]);
+	} else if (!strcmp(cmd, "fds")) {
+		DIR *d = opendir("/proc/self/fd");
+		int self = d ? dirfd(d) : -1;
+		struct dirent *e;
+		while (d && (e = readdir(d)))
+			if (e->d_name[0] != '.' && atoi(e->d_name) != self)
+				printf("%s\n", e->d_name);
+		if (d)
+			closedir(d);
+	} else if (!strcmp(cmd, "cwd")) {
+		char buf[4096];
+		printf("%s\n", getcwd(buf, sizeof(buf)) ? buf : "(unknown)");
+	} else if (!strcmp(cmd, "env")) {
+		for (int i = 2; i < argc; i++) {
+			const char *v = getenv(argv[i]);
+			if (v)
+				printf("%s=%s\n", argv[i], v);
+			else
+				printf("%s unset\n", argv[i]);
+		}
+	} else if (!strcmp(cmd, "exit") && argc == 3) {
+		return atoi(argv[2]);
+	} else if (!strcmp(cmd, "kill") && argc == 3) {
+		fflush(stdout);
+		kill(getpid(), atoi(argv[2]));
+		pause();
+	} else if (!strcmp(cmd, "both") && argc == 3) {
+		setvbuf(stdout, NULL, _IONBF, 0);
+		for (int i = 0; i < atoi(argv[2]); i++)
+			fprintf(i % 2 ? stderr : stdout, "line %d\n", i);
+	} else if (!strcmp(cmd, "pid")) {
+		printf("%d\n", (int)getpid());
+		fflush(stdout);
+		for (;;)
+			pause();
+	} else if (!strcmp(cmd, "bytes") && argc == 3) {
+		long n = atol(argv[2]);
+		for (long i = 0; i < n; i++)
+			putchar((i % 64) == 63 ? '\n' : 'x');
+	} else {
+		fprintf(stderr, "probe: bad arguments\n");
+		return 2;
+	}
+	return 0;
+}
