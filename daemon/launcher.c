@@ -98,10 +98,12 @@ static char **strings(ProtobufCBinaryData *v, size_t n)
 		return NULL;
 	char *p = (char *)(out + n + 1);
 	for (size_t i = 0; i < n; i++) {
-		if (memchr(v[i].data, '\0', v[i].len))
+		/* An empty field has no data pointer at all. */
+		if (v[i].len && memchr(v[i].data, '\0', v[i].len))
 			fatal("order carries a NUL inside a string", EPROTO);
 		out[i] = p;
-		memcpy(p, v[i].data, v[i].len);
+		if (v[i].len)
+			memcpy(p, v[i].data, v[i].len);
 		p[v[i].len] = '\0';
 		p += v[i].len + 1;
 	}

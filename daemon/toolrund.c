@@ -79,15 +79,20 @@ int main(int argc, char **argv)
 	char *scratch = malloc(CONFIG_MAX_FILE + 1);
 	if (!cfg || !scratch) {
 		fprintf(stderr, "toolrund: out of memory\n");
+		free(cfg);
+		free(scratch);
 		return 1;
 	}
-	if (config_load(cfg, file, scratch) < 0) {
+	int loaded = config_load(cfg, file, scratch);
+	free(scratch);
+	if (loaded < 0) {
 		fprintf(stderr, "%s\n", cfg->error);
+		free(cfg);
 		return 2;
 	}
-	free(scratch);
 	if (check_only) {
 		printf("%s: ok (%u tools, socket %s)\n", file, cfg->ntools, cfg->socket);
+		free(cfg);
 		return 0;
 	}
 
@@ -107,6 +112,7 @@ int main(int argc, char **argv)
 	if (sock_listen(&sock, cfg->socket, err, sizeof(err)) < 0) {
 		fprintf(stderr, "toolrund: %s\n", err);
 		sock_close(&sock);
+		free(cfg);
 		return 1;
 	}
 
@@ -114,6 +120,7 @@ int main(int argc, char **argv)
 	if (!L) {
 		fprintf(stderr, "toolrund: out of memory\n");
 		sock_close(&sock);
+		free(cfg);
 		return 1;
 	}
 	L->cfg = cfg;
@@ -123,6 +130,8 @@ int main(int argc, char **argv)
 	if (r < 0) {
 		fprintf(stderr, "toolrund: cannot start the launcher: %s\n", errno_text(r));
 		sock_close(&sock);
+		free(L);
+		free(cfg);
 		return 1;
 	}
 	log_info("toolrund %s: config %s, launcher pid %d", TOOLRUN_VERSION, file,

@@ -110,6 +110,12 @@ tr_marked_processes() {
 tr_stop() {
 	[ -n "${TR_DIR:-}" ] || return 0
 	tr_kill_daemon
+	# In a sanitizer build, a finding in the daemon fails the file.
+	if grep -qE 'Sanitizer|runtime error:' "$TR_DIR/daemon.log"; then
+		echo "sanitizer report in the daemon's log:" >&2
+		cat "$TR_DIR/daemon.log" >&2
+		return 1
+	fi
 	local left
 	left=$(tr_marked_processes)
 	if [ -n "$left" ]; then
