@@ -20,8 +20,12 @@
 
 const char config_default_path[] = TOOLRUN_SYSCONFDIR "/toolrun/toolrun.conf";
 
-/* Longest accepted line. inih keeps its line buffer on the stack. */
+/* Longest accepted line. inih keeps its line buffer on the stack and
+ * would split a longer line into two, so longer ones are refused. */
 #define CONFIG_MAX_LINE 4096
+/* inih cuts section names to 49 bytes (its MAX_SECTION is 50, fixed when
+ * it was built), so longer ones are refused rather than misread. */
+#define SECTION_NAME_MAX 49
 #define TIMEOUT_MAX (7 * 24 * 3600)
 #define BYTES_MAX (UINT64_C(1) << 40)
 #define LINES_MAX (UINT64_C(1) << 40)
@@ -145,6 +149,10 @@ static int parse_tools(struct parse_state *st, const char *value)
 	while (*p) {
 		while (*p == ' ' || *p == '\t')
 			p++;
+		/* inih strips inline comments from `key = value` lines but not
+		 * from continuation lines: a word starting one ends the list. */
+		if (*p == '#' || *p == ';')
+			break;
 		const char *start = p;
 		while (*p && *p != ' ' && *p != '\t')
 			p++;
@@ -283,9 +291,61 @@ static int handler(void *user, const char *section, const char *name,
 	return fail(st, "unknown section [", section, "]");
 }
 
+/* Set cfg->error to "FILE:LINE: a b c". */
+static int fail_at(struct config *cfg, unsigned line, const char *a,
+		   const char *b, const char *c)
+{
+	struct sbuf sb = SBUF_INIT(cfg->error);
+	cfg->error[0] = '\0';
+	sbuf_add(&sb, cfg->file);
+	sbuf_addc(&sb, ':');
+	sbuf_add_u64(&sb, line);
+	sbuf_add(&sb, ": ");
+	sbuf_add(&sb, a);
+	if (b)
+		sbuf_add(&sb, b);
+	if (c)
+		sbuf_add(&sb, c);
+	return -EINVAL;
+}
+
+/* Refuse what inih would silently misread: over-long lines and section
+ * names. */
+static int check_lines(struct config *cfg, const char *text)
+{
+	unsigned line = 1;
+
+	for (const char *p = text; *p; line++) {
+		const char *end = strchrnul(p, '\n');
+		size_t len = (size_t)(end - p);
+		if (len > CONFIG_MAX_LINE - 3)
+			return fail_at(cfg, line, "line longer than 4093 bytes", NULL, NULL);
+		const char *q = p;
+		while (q < end && (*q == ' ' || *q == '\t'))
+			q++;
+		if (q < end && *q == '[') {
+			const char *close = memchr(q, ']', (size_t)(end - q));
+			size_t name_len = close ? (size_t)(close - q - 1) : 0;
+			if (name_len > SECTION_NAME_MAX) {
+				char name[256];
+				size_t n = MIN(name_len, sizeof(name) - 1);
+				memcpy(name, q + 1, n);
+				name[n] = '\0';
+				return fail_at(cfg, line, "section name longer than 49 bytes: [",
+					       name, "]");
+			}
+		}
+		p = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
 int config_parse_text(struct config *cfg, const char *text)
 {
 	struct parse_state st = {.cfg = cfg};
+
+	if (check_lines(cfg, text) < 0)
+		return -EINVAL;
 
 	/* inih's settings are process-wide variables; set them each time,
 	 * since nothing else in the process may use inih. */

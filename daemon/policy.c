@@ -106,19 +106,17 @@ static bool is_toolrun_library(const char *entry, size_t len)
 	return blen == sizeof(name) - 1 && memcmp(base, name, blen) == 0;
 }
 
-/* LD_PRELOAD without our library; NULL if nothing is left. */
-static char *strip_preload(const ProtobufCBinaryData *b, bool *failed)
+/* Write "LD_PRELOAD=..." without our library to out (room for the
+ * entry's length plus a NUL). Returns its length, or 0 if nothing is
+ * left to preload. */
+static size_t strip_preload(const ProtobufCBinaryData *b, char *out)
 {
-	const char *v = (const char *)b->data + strlen("LD_PRELOAD=");
-	size_t vlen = b->len - strlen("LD_PRELOAD=");
-	char *out = malloc(strlen("LD_PRELOAD=") + vlen + 1);
-	size_t used = 0;
+	static const char key[] = "LD_PRELOAD=";
+	const char *v = (const char *)b->data + sizeof(key) - 1;
+	size_t vlen = b->len - (sizeof(key) - 1);
+	size_t at = sizeof(key) - 1, used = 0;
 
-	*failed = out == NULL;
-	if (!out)
-		return NULL;
-	memcpy(out, "LD_PRELOAD=", strlen("LD_PRELOAD="));
-	size_t at = strlen("LD_PRELOAD=");
+	memcpy(out, key, at);
 	/* ld.so separates entries with colons or spaces. */
 	for (size_t i = 0; i < vlen;) {
 		size_t j = i;
@@ -134,40 +132,39 @@ static char *strip_preload(const ProtobufCBinaryData *b, bool *failed)
 		i = j + 1;
 	}
 	out[at] = '\0';
-	if (!used) {
-		free(out);
-		return NULL;
-	}
-	return out;
+	return used ? at : 0;
 }
 
 int policy_environment(const Toolrun__Request *req, ProtobufCBinaryData **out,
 		       size_t *n, char **storage)
 {
 	ProtobufCBinaryData *env = malloc((req->n_envp + 1) * sizeof(*env));
-	size_t k = 0;
+	size_t k = 0, room = 0;
 
 	*storage = NULL;
 	if (!env)
 		return -ENOMEM;
+	/* Every LD_PRELOAD is rewritten in place (ld.so uses the last one,
+	 * so none may be dropped); their new text shares one block. */
+	for (size_t i = 0; i < req->n_envp; i++)
+		if (starts_with(&req->envp[i], "LD_PRELOAD="))
+			room += req->envp[i].len + 1;
+	if (room && !(*storage = malloc(room))) {
+		free(env);
+		return -ENOMEM;
+	}
+	char *at = *storage;
 	for (size_t i = 0; i < req->n_envp; i++) {
 		const ProtobufCBinaryData *e = &req->envp[i];
 		if (starts_with(e, "TOOLRUN_"))
 			continue;
 		if (starts_with(e, "LD_PRELOAD=")) {
-			bool failed;
-			if (*storage)
-				continue; /* a duplicate: ld.so reads the first */
-			char *kept = strip_preload(e, &failed);
-			if (failed) {
-				free(env);
-				return -ENOMEM;
-			}
-			if (kept) {
-				*storage = kept;
-				env[k].data = (uint8_t *)kept;
-				env[k].len = strlen(kept);
+			size_t len = strip_preload(e, at);
+			if (len) {
+				env[k].data = (uint8_t *)at;
+				env[k].len = len;
 				k++;
+				at += len + 1;
 			}
 			continue;
 		}

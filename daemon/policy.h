@@ -41,8 +41,8 @@ enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req
 
 /*
  * The program's environment: envp less TOOLRUN_* variables, and less
- * libtoolrun.so in LD_PRELOAD (dropped when nothing else remains).
- * Entries point into req except a rewritten LD_PRELOAD, kept in *storage.
+ * libtoolrun.so in each LD_PRELOAD (dropped when nothing else remains).
+ * Entries point into req except rewritten LD_PRELOADs, kept in *storage.
  * Free *out and *storage. Returns 0 or -ENOMEM.
  */
 int policy_environment(const Toolrun__Request *req, ProtobufCBinaryData **out,

@@ -251,18 +251,23 @@ static const char *helper_path(void)
 	return preload_ctx.helper;
 }
 
-/* argv for the helper: HELPER MODE CONFIG PATH ARGV... */
-static char **helper_argv(const struct exec_call *c, const char *helper,
-			  const char *config, const char *path, size_t *map_len)
+/* Arguments up to this many go on the stack: a vfork child shares its
+ * parent's memory, so a mapping made there would outlive the exec. */
+#define HELPER_STACK_ARGS 2048
+
+static size_t count_args(char *const *argv)
 {
-	size_t argc = 0;
-	while (c->argv && c->argv[argc])
-		argc++;
-	*map_len = (argc + 5) * sizeof(char *);
-	char **v = mmap(NULL, *map_len, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (v == MAP_FAILED)
-		return NULL;
+	size_t n = 0;
+	while (argv && argv[n])
+		n++;
+	return n;
+}
+
+/* Fill v with the helper's argv: HELPER MODE CONFIG PATH ARGV... */
+static void fill_helper_argv(char **v, const struct exec_call *c,
+			     const char *helper, const char *config,
+			     const char *path, size_t argc)
+{
 	v[0] = (char *)helper;
 	v[1] = (char *)(c->search ? HELPER_MODE_SEARCH : HELPER_MODE_EXEC);
 	v[2] = (char *)config;
@@ -270,7 +275,6 @@ static char **helper_argv(const struct exec_call *c, const char *helper,
 	for (size_t i = 0; i < argc; i++)
 		v[4 + i] = c->argv[i];
 	v[4 + argc] = NULL;
-	return v;
 }
 
 /* The daemon cannot be reached: apply the config's fallback. */
@@ -293,29 +297,40 @@ static int via_helper(const struct exec_call *c, const struct config *cfg,
 		      const char *path)
 {
 	const char *helper = helper_path();
+	size_t argc = count_args(c->argv);
 	size_t map_len = 0;
-	char **hargv = helper ? helper_argv(c, helper, cfg->file, path, &map_len) : NULL;
+	char **hargv;
 	int r;
 
-	if (!hargv)
+	if (!helper)
 		return fall_back(c, cfg, path, "cannot locate " HELPER_NAME);
+	if (argc <= HELPER_STACK_ARGS) {
+		hargv = __builtin_alloca((argc + 5) * sizeof(char *));
+	} else {
+		/* Rare: in a vfork child this mapping stays in the parent. */
+		map_len = (argc + 5) * sizeof(char *);
+		hargv = mmap(NULL, map_len, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (hargv == MAP_FAILED)
+			return fall_back(c, cfg, path, "out of memory for the helper's arguments");
+	}
+	fill_helper_argv(hargv, c, helper, cfg->file, path, argc);
 
 	if (c->kind >= REAL_POSIX_SPAWN) {
 		spawn_fn spawn = (spawn_fn)preload_real(REAL_POSIX_SPAWN);
 		r = spawn ? spawn(c->pid, helper, c->actions, c->attr, hargv, c->envp)
 			  : ENOSYS;
-		munmap(hargv, map_len);
+		if (map_len)
+			munmap(hargv, map_len);
 		if (r == 0)
 			return 0;
 		errno = r;
 	} else {
 		execve_fn exec = (execve_fn)preload_real(REAL_EXECVE);
-		/* On success the mapping goes with the old image, except in a
-		 * vfork child, where it stays in the parent: unmapping first
-		 * is impossible, and it is a few bytes per argument. */
 		if (exec)
 			exec(helper, hargv, (char *const *)c->envp);
-		munmap(hargv, map_len);
+		if (map_len)
+			munmap(hargv, map_len);
 	}
 	char why[PATH_MAX + 64];
 	struct sbuf sb = SBUF_INIT(why);

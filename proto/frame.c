@@ -193,8 +193,9 @@ int frame_reader_read(struct frame_reader *r, int sock)
 
 	while (r->payload_have < r->h.length) {
 		size_t want = r->h.length - r->payload_have;
-		/* Grow with what arrives, not with what the header claims: a
-		 * peer that announces 8 MiB and sends 10 bytes costs 10 bytes. */
+		/* Grow with what arrives, 64 KiB at a time, not with what the
+		 * header claims: a peer that announces 8 MiB and sends 10
+		 * bytes costs 64 KiB. */
 		if (want > 64 * 1024)
 			want = 64 * 1024;
 		if (r->payload_have + want > r->payload_cap &&

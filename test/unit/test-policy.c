@@ -1,0 +1,846 @@
+/*
+ * Unit tests for daemon/policy.c: validation of a decoded Request
+ * (policy_check) and the program's environment (policy_environment).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "policy.h"
+#include "toolrun.pb-c.h"
+
+/* ───────────────────────── helpers ───────────────────────── */
+
+#define BIN(s) ((ProtobufCBinaryData){sizeof(s) - 1, (uint8_t *)(s)})
+
+static struct config cfg;
+static int root_fd = -1;
+
+/* A valid request: /usr/bin/cat -n file.txt, stdin attached, stdout and
+ * stderr shaped. Attached fds: the cwd and stdin, so nfds = 2. */
+struct fixture {
+	Toolrun__Request req;
+	ProtobufCBinaryData argv[3];
+	ProtobufCBinaryData envp[3];
+	uint32_t fds[4];
+	unsigned nfds;
+};
+
+static void fixture_init(struct fixture *f)
+{
+	Toolrun__Request init = TOOLRUN__REQUEST__INIT;
+
+	memset(f, 0, sizeof(*f));
+	f->req = init;
+	f->argv[0] = BIN("cat");
+	f->argv[1] = BIN("-n");
+	f->argv[2] = BIN("file.txt");
+	f->envp[0] = BIN("PATH=/usr/bin:/bin");
+	f->envp[1] = BIN("HOME=/root");
+	f->envp[2] = BIN("LANG=C.UTF-8");
+	f->fds[0] = 0;
+	f->req.executable = BIN("/usr/bin/cat");
+	f->req.n_argv = 3;
+	f->req.argv = f->argv;
+	f->req.n_envp = 3;
+	f->req.envp = f->envp;
+	f->req.cwd = BIN("/home/user");
+	f->req.n_fds = 1;
+	f->req.fds = f->fds;
+	f->req.shape_stdout = true;
+	f->req.shape_stderr = true;
+	f->nfds = 2;
+}
+
+static void use_config(const char *text)
+{
+	config_init(&cfg, "test.conf");
+	int r = config_parse_text(&cfg, text);
+	if (r != 0)
+		print_error("%s\n", cfg.error);
+	assert_int_equal(r, 0);
+}
+
+/* The group's fixtures: "/" as the usual cwd fd, and a directory holding
+ * an empty file "prog" for lookups relative to another cwd. */
+static char tmpdir[] = "/tmp/toolrun-unit-policy-XXXXXX";
+static char tmpprog[sizeof(tmpdir) + 8];
+
+static int setup(void **state)
+{
+	(void)state;
+	root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root_fd < 0 || !mkdtemp(tmpdir))
+		return -1;
+	snprintf(tmpprog, sizeof(tmpprog), "%s/prog", tmpdir);
+	int fd = open(tmpprog, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	close(root_fd);
+	unlink(tmpprog);
+	return rmdir(tmpdir);
+}
+
+/* Each test starts from the same config. */
+static int use_default_config(void **state)
+{
+	(void)state;
+	use_config("tools = cat grep\nmax_bytes = 100\nmax_lines = 10\ntimeout = 7\n"
+		   "[tool.grep]\nmax_lines = 5\n");
+	return 0;
+}
+
+static enum policy_verdict check(const struct fixture *f, struct policy_decision *d)
+{
+	return policy_check(&cfg, &f->req, f->nfds, root_fd, d);
+}
+
+static void expect_run(const struct fixture *f, struct policy_decision *d)
+{
+	enum policy_verdict v = check(f, d);
+	if (v != POLICY_RUN)
+		print_error("verdict %d, error \"%s\"\n", (int)v, d->error);
+	assert_int_equal(v, POLICY_RUN);
+}
+
+/* MALFORMED, with an error that mentions `phrase`. */
+static void expect_malformed(const struct fixture *f, const char *phrase)
+{
+	struct policy_decision d;
+	enum policy_verdict v = check(f, &d);
+
+	if (v != POLICY_MALFORMED || strstr(d.error, phrase) == NULL)
+		print_error("verdict %d, error \"%s\"; want MALFORMED mentioning \"%s\"\n",
+			    (int)v, d.error, phrase);
+	assert_int_equal(v, POLICY_MALFORMED);
+	assert_true(d.error[0] != '\0');
+	assert_non_null(memchr(d.error, '\0', sizeof(d.error)));
+	assert_non_null(strstr(d.error, phrase));
+}
+
+/* The result of policy_environment(). The last one is freed by the next
+ * call or by the test's teardown, so that a failed assertion (which
+ * leaves the test at once) leaks nothing. */
+struct env_result {
+	ProtobufCBinaryData *env;
+	size_t n;
+	char *storage;
+};
+
+static struct env_result held;
+
+static void env_free(void)
+{
+	free(held.env);
+	free(held.storage);
+	memset(&held, 0, sizeof(held));
+}
+
+static int free_environment(void **state)
+{
+	(void)state;
+	env_free();
+	return 0;
+}
+
+static const struct env_result *environment(const ProtobufCBinaryData *envp, size_t n)
+{
+	Toolrun__Request req = TOOLRUN__REQUEST__INIT;
+	req.executable = BIN("/usr/bin/cat");
+	req.envp = (ProtobufCBinaryData *)envp;
+	req.n_envp = n;
+	env_free();
+	held.n = (size_t)-1;
+	held.storage = (char *)1; /* must be set by the call */
+	int r = policy_environment(&req, &held.env, &held.n, &held.storage);
+	if (r != 0)
+		held.storage = NULL;
+	assert_int_equal(r, 0);
+	assert_non_null(held.env);
+	assert_true(held.n <= n);
+	return &held;
+}
+
+static bool bin_equal(const ProtobufCBinaryData *b, const char *s, size_t len)
+{
+	return b->len == len && (len == 0 || memcmp(b->data, s, len) == 0);
+}
+
+/* The entries of an LD_PRELOAD value (colon or space separated). */
+static size_t preload_entries(const ProtobufCBinaryData *b, char out[][64], size_t max)
+{
+	static const char prefix[] = "LD_PRELOAD=";
+	size_t n = 0, i = sizeof(prefix) - 1;
+
+	assert_true(b->len >= i && memcmp(b->data, prefix, i) == 0);
+	while (i < b->len) {
+		size_t j = i;
+		while (j < b->len && b->data[j] != ':' && b->data[j] != ' ')
+			j++;
+		if (j > i) {
+			assert_true(n < max && j - i < 64);
+			memcpy(out[n], b->data + i, j - i);
+			out[n][j - i] = '\0';
+			n++;
+		}
+		i = j + 1;
+	}
+	return n;
+}
+
+static const ProtobufCBinaryData *find_ld_preload(const struct env_result *r)
+{
+	const ProtobufCBinaryData *found = NULL;
+	for (size_t i = 0; i < r->n; i++) {
+		if (r->env[i].len >= 11 && memcmp(r->env[i].data, "LD_PRELOAD=", 11) == 0) {
+			assert_null(found); /* at most one */
+			found = &r->env[i];
+		}
+	}
+	return found;
+}
+
+/* ───────────────────────── policy_check: accepted ───────────────────────── */
+
+static void test_valid_request_runs(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct policy_decision d;
+
+	fixture_init(&f);
+	expect_run(&f, &d);
+	assert_int_equal(d.tool, 0);
+	assert_int_equal(d.limits.max_bytes, 100);
+	assert_int_equal(d.limits.max_lines, 10);
+	assert_int_equal(d.limits.timeout_s, 7);
+	assert_true(d.shape_stdout);
+	assert_true(d.shape_stderr);
+	assert_false(d.joined);
+}
+
+static void test_minimal_request_runs(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct policy_decision d;
+
+	/* No argv, no environment, no cwd name, only the cwd fd attached,
+	 * nothing shaped. */
+	fixture_init(&f);
+	f.req.executable = BIN("grep");
+	f.req.n_argv = 0;
+	f.req.argv = NULL;
+	f.req.n_envp = 0;
+	f.req.envp = NULL;
+	f.req.cwd = (ProtobufCBinaryData){0, NULL};
+	f.req.n_fds = 0;
+	f.req.fds = NULL;
+	f.req.shape_stdout = false;
+	f.req.shape_stderr = false;
+	f.nfds = 1;
+	expect_run(&f, &d);
+	assert_int_equal(d.tool, 1);
+	assert_false(d.shape_stdout);
+	assert_false(d.shape_stderr);
+}
+
+static void test_decision_carries_tool_limits(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct policy_decision d;
+
+	fixture_init(&f);
+	f.req.executable = BIN("/bin/grep");
+	expect_run(&f, &d);
+	assert_int_equal(d.tool, 1);
+	assert_int_equal(d.limits.max_bytes, 100);
+	assert_int_equal(d.limits.max_lines, 5);
+	assert_int_equal(d.limits.timeout_s, 7);
+}
+
+static void test_unshaped_streams_may_be_attached_as_fds(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct policy_decision d;
+
+	fixture_init(&f);
+	f.fds[0] = 2;
+	f.fds[1] = 1;
+	f.fds[2] = 0;
+	f.fds[3] = POLICY_FD_MAX - 1;
+	f.req.n_fds = 4;
+	f.nfds = 5;
+	f.req.shape_stdout = false;
+	f.req.shape_stderr = false;
+	expect_run(&f, &d);
+	assert_false(d.shape_stdout);
+	assert_false(d.shape_stderr);
+}
+
+static void test_stderr_joins_stdout_with_both_shaped_runs_joined(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct policy_decision d;
+
+	fixture_init(&f);
+	f.req.stderr_joins_stdout = true;
+	expect_run(&f, &d);
+	assert_true(d.joined);
+	assert_true(d.shape_stdout && d.shape_stderr);
+}
+
+static void test_truncate_sink_shapes_only_what_is_asked(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct policy_decision d;
+
+	fixture_init(&f);
+	f.req.shape_stderr = false;
+	expect_run(&f, &d);
+	assert_true(d.shape_stdout);
+	assert_false(d.shape_stderr);
+}
+
+static void test_truncate_always_forces_shaping(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct policy_decision d;
+
+	use_config("tools = cat\ntruncate = always\n");
+	fixture_init(&f);
+	f.req.shape_stdout = false;
+	f.req.shape_stderr = false;
+	expect_run(&f, &d);
+	assert_true(d.shape_stdout);
+	assert_true(d.shape_stderr);
+	assert_false(d.joined);
+}
+
+static void test_executable_just_below_path_max_is_accepted(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct policy_decision d;
+	static uint8_t exe[PATH_MAX];
+
+	/* PATH_MAX - 1 bytes, ending in /cat. */
+	memset(exe, 'd', sizeof(exe));
+	exe[0] = '/';
+	memcpy(exe + PATH_MAX - 1 - 4, "/cat", 4);
+	fixture_init(&f);
+	f.req.executable = (ProtobufCBinaryData){PATH_MAX - 1, exe};
+	expect_run(&f, &d);
+	assert_int_equal(d.tool, 0);
+}
+
+static void test_relative_executable_is_looked_up_from_cwd_fd(void **state)
+{
+	(void)state;
+	char text[128];
+	struct fixture f;
+	struct policy_decision d;
+
+	int dirfd = open(tmpdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dirfd >= 0);
+	snprintf(text, sizeof(text), "tools = %s\n", tmpprog);
+	use_config(text);
+
+	fixture_init(&f);
+	f.req.executable = BIN("./prog");
+	enum policy_verdict in_tmpdir = policy_check(&cfg, &f.req, f.nfds, dirfd, &d);
+	int tool = d.tool;
+	/* From another directory, ./prog is another file. */
+	enum policy_verdict in_root = policy_check(&cfg, &f.req, f.nfds, root_fd, &d);
+	close(dirfd);
+	assert_int_equal(in_tmpdir, POLICY_RUN);
+	assert_int_equal(tool, 0);
+	assert_int_equal(in_root, POLICY_NOT_LISTED);
+}
+
+/* ───────────────────────── policy_check: refused ───────────────────────── */
+
+static void test_unlisted_program_is_not_listed(void **state)
+{
+	(void)state;
+	static const char *const exes[] = {"/usr/bin/sed", "catx", "/usr/bin/cat/x", "ca"};
+	struct fixture f;
+	struct policy_decision d;
+
+	for (size_t i = 0; i < sizeof(exes) / sizeof(exes[0]); i++) {
+		fixture_init(&f);
+		f.req.executable = (ProtobufCBinaryData){strlen(exes[i]), (uint8_t *)exes[i]};
+		assert_int_equal(check(&f, &d), POLICY_NOT_LISTED);
+		assert_true(d.tool < 0);
+	}
+}
+
+static void test_empty_executable_is_malformed(void **state)
+{
+	(void)state;
+	struct fixture f;
+
+	fixture_init(&f);
+	f.req.executable = (ProtobufCBinaryData){0, NULL};
+	expect_malformed(&f, "executable");
+}
+
+static void test_executable_of_path_max_bytes_is_malformed(void **state)
+{
+	(void)state;
+	struct fixture f;
+	static uint8_t exe[PATH_MAX + 10];
+
+	memset(exe, 'd', sizeof(exe));
+	exe[0] = '/';
+	memcpy(exe + PATH_MAX - 4, "/cat", 4);
+	fixture_init(&f);
+	f.req.executable = (ProtobufCBinaryData){PATH_MAX, exe};
+	expect_malformed(&f, "executable");
+	f.req.executable = (ProtobufCBinaryData){sizeof(exe), exe};
+	expect_malformed(&f, "executable");
+}
+
+static void test_nul_in_executable_is_malformed(void **state)
+{
+	(void)state;
+	struct fixture f;
+
+	fixture_init(&f);
+	f.req.executable = BIN("/usr/bin/cat\0");
+	expect_malformed(&f, "executable");
+	f.req.executable = BIN("/usr/bin\0/cat");
+	expect_malformed(&f, "executable");
+	f.req.executable = BIN("\0/usr/bin/cat");
+	expect_malformed(&f, "executable");
+}
+
+static void test_nul_in_argv_is_malformed(void **state)
+{
+	(void)state;
+	struct fixture f;
+
+	fixture_init(&f);
+	f.argv[2] = BIN("file\0.txt");
+	expect_malformed(&f, "argv");
+	fixture_init(&f);
+	f.argv[0] = BIN("\0");
+	expect_malformed(&f, "argv");
+}
+
+static void test_nul_in_envp_is_malformed(void **state)
+{
+	(void)state;
+	struct fixture f;
+
+	fixture_init(&f);
+	f.envp[1] = BIN("HOME=/ro\0ot");
+	expect_malformed(&f, "envp");
+	fixture_init(&f);
+	f.envp[0] = BIN("\0PATH=/bin");
+	expect_malformed(&f, "envp");
+}
+
+static void test_nul_in_cwd_is_malformed(void **state)
+{
+	(void)state;
+	struct fixture f;
+
+	fixture_init(&f);
+	f.req.cwd = BIN("/home\0/user");
+	expect_malformed(&f, "cwd");
+}
+
+static void test_missing_cwd_fd_is_malformed(void **state)
+{
+	(void)state;
+	struct fixture f;
+
+	fixture_init(&f);
+	f.req.n_fds = 0;
+	f.nfds = 0;
+	expect_malformed(&f, "fd");
+}
+
+static void test_fd_count_mismatch_is_malformed(void **state)
+{
+	(void)state;
+	struct fixture f;
+
+	/* fds lists one, only the cwd is attached. */
+	fixture_init(&f);
+	f.nfds = 1;
+	expect_malformed(&f, "fds");
+	/* fds lists one, three are attached. */
+	fixture_init(&f);
+	f.nfds = 3;
+	expect_malformed(&f, "fds");
+	/* fds lists none, two are attached. */
+	fixture_init(&f);
+	f.req.n_fds = 0;
+	expect_malformed(&f, "fds");
+}
+
+static void test_duplicate_fd_targets_are_malformed(void **state)
+{
+	(void)state;
+	struct fixture f;
+
+	fixture_init(&f);
+	f.fds[0] = 5;
+	f.fds[1] = 3;
+	f.fds[2] = 5;
+	f.req.n_fds = 3;
+	f.nfds = 4;
+	expect_malformed(&f, "twice");
+
+	fixture_init(&f);
+	f.fds[0] = 0;
+	f.fds[1] = 0;
+	f.req.n_fds = 2;
+	f.nfds = 3;
+	expect_malformed(&f, "twice");
+}
+
+static void test_fd_target_at_or_above_limit_is_malformed(void **state)
+{
+	(void)state;
+	static const uint32_t bad[] = {POLICY_FD_MAX, POLICY_FD_MAX + 1, UINT32_MAX};
+	struct fixture f;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		fixture_init(&f);
+		f.fds[0] = 0;
+		f.fds[1] = bad[i];
+		f.req.n_fds = 2;
+		f.nfds = 3;
+		expect_malformed(&f, "fds");
+	}
+}
+
+static void test_shaped_stdout_also_attached_as_fd_1_is_malformed(void **state)
+{
+	(void)state;
+	struct fixture f;
+
+	fixture_init(&f);
+	f.req.shape_stderr = false;
+	f.fds[0] = 0;
+	f.fds[1] = 1;
+	f.req.n_fds = 2;
+	f.nfds = 3;
+	expect_malformed(&f, "shaped");
+}
+
+static void test_shaped_stderr_also_attached_as_fd_2_is_malformed(void **state)
+{
+	(void)state;
+	struct fixture f;
+
+	fixture_init(&f);
+	f.req.shape_stdout = false;
+	f.fds[0] = 2;
+	f.req.n_fds = 1;
+	f.nfds = 2;
+	expect_malformed(&f, "shaped");
+}
+
+static void test_stderr_joins_stdout_without_both_shaped_is_malformed(void **state)
+{
+	(void)state;
+	static const bool shaped[][2] = {{true, false}, {false, true}, {false, false}};
+	struct fixture f;
+
+	for (size_t i = 0; i < 3; i++) {
+		fixture_init(&f);
+		f.req.stderr_joins_stdout = true;
+		f.req.shape_stdout = shaped[i][0];
+		f.req.shape_stderr = shaped[i][1];
+		expect_malformed(&f, "stderr_joins_stdout");
+	}
+}
+
+static void test_malformed_request_for_unlisted_program_is_malformed(void **state)
+{
+	(void)state;
+	struct fixture f;
+
+	/* The request is checked in full before the program is looked up. */
+	fixture_init(&f);
+	f.req.executable = BIN("/usr/bin/sed");
+	f.envp[2] = BIN("X=\0");
+	expect_malformed(&f, "envp");
+}
+
+/* ───────────────────────── policy_environment ───────────────────────── */
+
+static void test_environment_keeps_ordinary_entries_in_order(void **state)
+{
+	(void)state;
+	const ProtobufCBinaryData envp[] = {
+		BIN("PATH=/usr/bin"), BIN("HOME=/root"), BIN("TERM=xterm"),
+	};
+	const struct env_result *r;
+
+	r = environment(envp, 3);
+	assert_int_equal(r->n, 3);
+	for (size_t i = 0; i < 3; i++) {
+		/* Not copied: the same bytes of the request. */
+		assert_ptr_equal(r->env[i].data, envp[i].data);
+		assert_int_equal(r->env[i].len, envp[i].len);
+	}
+	assert_null(r->storage);
+}
+
+static void test_environment_of_empty_envp_is_empty(void **state)
+{
+	(void)state;
+	const struct env_result *r;
+
+	r = environment(NULL, 0);
+	assert_int_equal(r->n, 0);
+	assert_null(r->storage);
+}
+
+static void test_environment_drops_toolrun_variables(void **state)
+{
+	(void)state;
+	const ProtobufCBinaryData envp[] = {
+		BIN("TOOLRUN_CONFIG=/etc/x.conf"), BIN("A=1"), BIN("TOOLRUN_SOCKET=/run/s"),
+		BIN("TOOLRUN_="), BIN("B=2"), BIN("TOOLRUN_DEPTH=3"),
+	};
+	const struct env_result *r;
+
+	r = environment(envp, 6);
+	assert_int_equal(r->n, 2);
+	assert_true(bin_equal(&r->env[0], "A=1", 3));
+	assert_true(bin_equal(&r->env[1], "B=2", 3));
+}
+
+static void test_environment_keeps_variables_that_only_look_like_toolrun(void **state)
+{
+	(void)state;
+	const ProtobufCBinaryData envp[] = {
+		BIN("TOOLRUN=off"), BIN("TOOLRUNX_A=1"), BIN("MY_TOOLRUN_A=1"),
+		BIN("toolrun_config=x"), BIN("XTOOLRUN_=1"),
+	};
+	const struct env_result *r;
+
+	r = environment(envp, 5);
+	assert_int_equal(r->n, 5);
+	for (size_t i = 0; i < 5; i++)
+		assert_ptr_equal(r->env[i].data, envp[i].data);
+}
+
+static void test_environment_removes_toolrun_library_from_colon_separated_ld_preload(void **state)
+{
+	(void)state;
+	const ProtobufCBinaryData envp[] = {
+		BIN("A=1"),
+		BIN("LD_PRELOAD=/opt/liba.so:/usr/lib/x86_64-linux-gnu/toolrun/libtoolrun.so:libb.so"),
+		BIN("B=2"),
+	};
+	const struct env_result *r;
+	char entries[8][64];
+
+	r = environment(envp, 3);
+	assert_int_equal(r->n, 3);
+	assert_ptr_equal(r->env[0].data, envp[0].data);
+	assert_ptr_equal(r->env[2].data, envp[2].data);
+	/* Rewritten in place, others kept in order. */
+	assert_int_equal(preload_entries(&r->env[1], entries, 8), 2);
+	assert_string_equal(entries[0], "/opt/liba.so");
+	assert_string_equal(entries[1], "libb.so");
+	assert_non_null(r->storage);
+}
+
+static void test_environment_removes_toolrun_library_from_space_separated_ld_preload(void **state)
+{
+	(void)state;
+	const ProtobufCBinaryData envp[] = {
+		BIN("LD_PRELOAD=liba.so libtoolrun.so  /x/libb.so libtoolrun.so:libc2.so"),
+	};
+	const struct env_result *r;
+	char entries[8][64];
+
+	r = environment(envp, 1);
+	assert_int_equal(r->n, 1);
+	assert_int_equal(preload_entries(&r->env[0], entries, 8), 3);
+	assert_string_equal(entries[0], "liba.so");
+	assert_string_equal(entries[1], "/x/libb.so");
+	assert_string_equal(entries[2], "libc2.so");
+}
+
+static void test_environment_drops_ld_preload_holding_only_toolrun_library(void **state)
+{
+	(void)state;
+	static const ProtobufCBinaryData preloads[] = {
+		BIN("LD_PRELOAD=libtoolrun.so"),
+		BIN("LD_PRELOAD=/usr/lib/toolrun/libtoolrun.so"),
+		BIN("LD_PRELOAD=/a/libtoolrun.so:libtoolrun.so /b/libtoolrun.so"),
+		BIN("LD_PRELOAD= libtoolrun.so: "),
+	};
+	for (size_t i = 0; i < sizeof(preloads) / sizeof(preloads[0]); i++) {
+		const ProtobufCBinaryData envp[] = {BIN("A=1"), preloads[i], BIN("B=2")};
+		const struct env_result *r;
+		r = environment(envp, 3);
+		assert_int_equal(r->n, 2);
+		assert_null(find_ld_preload(r));
+		assert_true(bin_equal(&r->env[0], "A=1", 3));
+		assert_true(bin_equal(&r->env[1], "B=2", 3));
+	}
+}
+
+static void test_environment_keeps_libraries_with_similar_names(void **state)
+{
+	(void)state;
+	const ProtobufCBinaryData envp[] = {
+		BIN("LD_PRELOAD=libtoolrun.so.1:libtoolrun.sox:/x/notlibtoolrun.so:"
+		    "libtoolrun.so/:libtoolrun"),
+	};
+	const struct env_result *r;
+	char entries[8][64];
+
+	r = environment(envp, 1);
+	assert_int_equal(r->n, 1);
+	assert_int_equal(preload_entries(&r->env[0], entries, 8), 5);
+	assert_string_equal(entries[0], "libtoolrun.so.1");
+	assert_string_equal(entries[1], "libtoolrun.sox");
+	assert_string_equal(entries[2], "/x/notlibtoolrun.so");
+	assert_string_equal(entries[3], "libtoolrun.so/");
+	assert_string_equal(entries[4], "libtoolrun");
+}
+
+static void test_environment_keeps_unusual_entries_byte_for_byte(void **state)
+{
+	(void)state;
+	const ProtobufCBinaryData envp[] = {
+		BIN("NO_EQUALS_SIGN"),
+		BIN("BAD_UTF8=\xff\xfe\xc3(\xe2\x82"),
+		BIN(""),
+		BIN("MULTI=line one\nline\ttwo\r"),
+		BIN("=value-without-name"),
+		BIN("LD_PRELOAD"),
+		BIN("LD_PRELOADX=libtoolrun.so"),
+		BIN("ld_preload=libtoolrun.so"),
+		BIN("\xe9\x80=\x80"),
+	};
+	const size_t n = sizeof(envp) / sizeof(envp[0]);
+	const struct env_result *r;
+
+	r = environment(envp, n);
+	assert_int_equal(r->n, n);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(r->env[i].len, envp[i].len);
+		if (envp[i].len)
+			assert_memory_equal(r->env[i].data, envp[i].data, envp[i].len);
+	}
+	assert_null(r->storage);
+}
+
+static void test_environment_keeps_ld_preload_position(void **state)
+{
+	(void)state;
+	const ProtobufCBinaryData envp[] = {
+		BIN("TOOLRUN_X=1"), BIN("A=1"), BIN("LD_PRELOAD=libtoolrun.so:liba.so"),
+		BIN("TOOLRUN_Y=1"), BIN("B=2"),
+	};
+	const struct env_result *r;
+	char entries[4][64];
+
+	r = environment(envp, 5);
+	assert_int_equal(r->n, 3);
+	assert_true(bin_equal(&r->env[0], "A=1", 3));
+	assert_int_equal(preload_entries(&r->env[1], entries, 4), 1);
+	assert_string_equal(entries[0], "liba.so");
+	assert_true(bin_equal(&r->env[2], "B=2", 3));
+}
+
+/* ld.so uses the last LD_PRELOAD of the environment, so every one is
+ * kept (less libtoolrun.so), as the program would see them directly. */
+static void test_environment_keeps_every_ld_preload_entry(void **state)
+{
+	(void)state;
+	const ProtobufCBinaryData envp[] = {
+		BIN("LD_PRELOAD=/opt/liba.so"), BIN("A=1"), BIN("LD_PRELOAD=/opt/libb.so"),
+	};
+	const struct env_result *r;
+	char entries[4][64];
+
+	r = environment(envp, 3);
+	assert_int_equal(r->n, 3);
+	assert_int_equal(preload_entries(&r->env[0], entries, 4), 1);
+	assert_string_equal(entries[0], "/opt/liba.so");
+	assert_true(bin_equal(&r->env[1], "A=1", 3));
+	assert_int_equal(preload_entries(&r->env[2], entries, 4), 1);
+	assert_string_equal(entries[0], "/opt/libb.so");
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, use_default_config, free_environment)
+	const struct CMUnitTest tests[] = {
+		T(test_valid_request_runs),
+		T(test_minimal_request_runs),
+		T(test_decision_carries_tool_limits),
+		T(test_unshaped_streams_may_be_attached_as_fds),
+		T(test_stderr_joins_stdout_with_both_shaped_runs_joined),
+		T(test_truncate_sink_shapes_only_what_is_asked),
+		T(test_truncate_always_forces_shaping),
+		T(test_executable_just_below_path_max_is_accepted),
+		T(test_relative_executable_is_looked_up_from_cwd_fd),
+		T(test_unlisted_program_is_not_listed),
+		T(test_empty_executable_is_malformed),
+		T(test_executable_of_path_max_bytes_is_malformed),
+		T(test_nul_in_executable_is_malformed),
+		T(test_nul_in_argv_is_malformed),
+		T(test_nul_in_envp_is_malformed),
+		T(test_nul_in_cwd_is_malformed),
+		T(test_missing_cwd_fd_is_malformed),
+		T(test_fd_count_mismatch_is_malformed),
+		T(test_duplicate_fd_targets_are_malformed),
+		T(test_fd_target_at_or_above_limit_is_malformed),
+		T(test_shaped_stdout_also_attached_as_fd_1_is_malformed),
+		T(test_shaped_stderr_also_attached_as_fd_2_is_malformed),
+		T(test_stderr_joins_stdout_without_both_shaped_is_malformed),
+		T(test_malformed_request_for_unlisted_program_is_malformed),
+		T(test_environment_keeps_ordinary_entries_in_order),
+		T(test_environment_of_empty_envp_is_empty),
+		T(test_environment_drops_toolrun_variables),
+		T(test_environment_keeps_variables_that_only_look_like_toolrun),
+		T(test_environment_removes_toolrun_library_from_colon_separated_ld_preload),
+		T(test_environment_removes_toolrun_library_from_space_separated_ld_preload),
+		T(test_environment_drops_ld_preload_holding_only_toolrun_library),
+		T(test_environment_keeps_libraries_with_similar_names),
+		T(test_environment_keeps_unusual_entries_byte_for_byte),
+		T(test_environment_keeps_ld_preload_position),
+		T(test_environment_keeps_every_ld_preload_entry),
+	};
+#undef T
+	return cmocka_run_group_tests_name("policy", tests, setup, teardown);
+}
