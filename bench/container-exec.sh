@@ -1,0 +1,156 @@
+#!/bin/bash
+# container-exec.sh: what toolrun costs an agent's call in the container.
+#
+#   bench/container-exec.sh [--rounds N] [--box NAME] [--build] [--keep]
+#
+# Times, in one running box, the agent's call
+#     docker exec BOX bash -lc 'cat /etc/hostname'
+# with toolrun on (A) and with the profile snippet off (B, docker exec -e
+# TOOLRUN=off), interleaved A B A B for N rounds (default 50, at most
+# 1000) after 3 warm-up rounds of each, and prints the median and p90 of
+# both and the ratio of the medians. It checks that every A call went
+# through toolrund (one job line each) and no B call did.
+#
+# Also prints the image's size, and with --build the time to build the
+# image from the local base image without the layer cache.
+#
+#   --rounds N   rounds (TOOLRUN_BENCH_ROUNDS; default 50)
+#   --box NAME   use this running box (default: start one with
+#                container/run.sh, removed at the end unless --keep)
+#   --build      first time `container/build.sh --no-cache`
+#   --keep       leave the box it started running
+#
+# Bounded: it stops after TOOLRUN_BENCH_MAX_S seconds (default 300) and
+# reports the rounds done.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(dirname "$here")
+image=${TOOLRUN_IMAGE:-toolrun:latest}
+rounds=${TOOLRUN_BENCH_ROUNDS:-50}
+max_s=${TOOLRUN_BENCH_MAX_S:-300}
+box=
+build=false
+keep=false
+started=false
+
+say() { printf 'bench: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--rounds) [ $# -ge 2 ] || die "--rounds needs a value"; rounds=$2; shift 2 ;;
+	--box) [ $# -ge 2 ] || die "--box needs a value"; box=$2; shift 2 ;;
+	--build) build=true; shift ;;
+	--keep) keep=true; shift ;;
+	-h|--help) sed -n '2,26s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+	*) die "unknown argument '$1' (see --help)" ;;
+	esac
+done
+[[ $rounds =~ ^[1-9][0-9]*$ ]] && [ "$rounds" -le 1000 ] ||
+	die "--rounds must be 1 to 1000, not '$rounds'"
+
+docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
+	die "no Docker engine answers"
+
+build_s=
+if $build; then
+	say "building $image without the layer cache (from the local base image)"
+	start=$(date +%s.%N)
+	TOOLRUN_IMAGE=$image "$repo/container/build.sh" --no-cache --quiet
+	build_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+elif ! docker image inspect "$image" >/dev/null 2>&1; then
+	say "no image $image: building it"
+	TOOLRUN_IMAGE=$image "$repo/container/build.sh" --quiet
+fi
+
+tmp=
+cleanup() {
+	if $started && ! $keep; then
+		docker rm -f "$box" >/dev/null 2>&1 || true
+	fi
+	if [ -n "$tmp" ] && { ! $started || ! $keep; }; then
+		rm -rf "$tmp"
+	fi
+}
+trap cleanup EXIT
+
+tmp=$(mktemp -d)
+if [ -z "$box" ]; then
+	box=toolrun-bench
+	mkdir "$tmp/workspace"
+	chmod 0777 "$tmp/workspace"
+	TOOLRUN_IMAGE=$image "$repo/container/run.sh" --replace "$box" "$tmp/workspace" >/dev/null
+	started=true
+fi
+hostname=$(docker exec "$box" cat /etc/hostname)
+
+jobs() { docker logs "$box" 2>&1 | grep -c ' info: job [0-9]* uid=.* tool=cat ' || true; }
+
+# one MODE: time one call in ms (3 decimals); check its output.
+one() {
+	local start end out
+	start=$(date +%s%N)
+	if [ "$1" = on ]; then
+		out=$(docker exec "$box" bash -lc 'cat /etc/hostname')
+	else
+		out=$(docker exec -e TOOLRUN=off "$box" bash -lc 'cat /etc/hostname')
+	fi
+	end=$(date +%s%N)
+	[ "$out" = "$hostname" ] || die "unexpected output from the $1 call: '$out'"
+	awk -v ns=$((end - start)) 'BEGIN { printf "%.3f\n", ns / 1e6 }'
+}
+
+# stats FILE: "median p90 min max" of a column of numbers.
+stats() {
+	sort -n "$1" | awk '
+		{ v[NR] = $1 }
+		END {
+			m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			i = int(0.9 * NR + 0.999999); if (i < 1) i = 1
+			printf "%.1f %.1f %.1f %.1f\n", m, v[i], v[1], v[NR]
+		}'
+}
+
+for _ in 1 2 3; do
+	one on >/dev/null
+	one off >/dev/null
+done
+sleep 0.3
+jobs_before=$(jobs)
+
+mkdir "$tmp/times"
+deadline=$((SECONDS + max_s))
+done_rounds=0
+say "$rounds rounds of A (toolrun on) and B (TOOLRUN=off), interleaved, in box $box"
+for ((i = 0; i < rounds; i++)); do
+	one on >>"$tmp/times/on"
+	one off >>"$tmp/times/off"
+	done_rounds=$((i + 1))
+	if [ $SECONDS -ge $deadline ]; then
+		say "time limit of ${max_s}s reached after $done_rounds rounds"
+		break
+	fi
+done
+sleep 0.5
+jobs_after=$(jobs)
+[ $((jobs_after - jobs_before)) -eq "$done_rounds" ] ||
+	die "expected $done_rounds cat jobs in the daemon's log, found $((jobs_after - jobs_before))"
+
+read -r on_med on_p90 on_min on_max < <(stats "$tmp/times/on")
+read -r off_med off_p90 off_min off_max < <(stats "$tmp/times/off")
+size=$(docker image inspect --format '{{.Size}}' "$image")
+
+echo "container exec benchmark: docker exec BOX bash -lc 'cat /etc/hostname'"
+echo "  engine $(docker version --format '{{.Server.Version}}'), $(nproc) CPUs, box limits: $(docker inspect --format '{{.HostConfig.NanoCpus}}' "$box" | awk '{ printf "%g", $1 / 1e9 }') CPU(s), memory $(docker inspect --format '{{.HostConfig.Memory}}' "$box" | awk '{ printf "%d MiB", $1 / 1048576 }')"
+printf '  %-22s %8s %8s %8s %8s\n' "" "median" "p90" "min" "max"
+printf '  %-22s %8s %8s %8s %8s   (ms, %d calls, each through toolrund)\n' \
+	"A toolrun on" "$on_med" "$on_p90" "$on_min" "$on_max" "$done_rounds"
+printf '  %-22s %8s %8s %8s %8s   (ms, %d calls)\n' \
+	"B TOOLRUN=off" "$off_med" "$off_p90" "$off_min" "$off_max" "$done_rounds"
+awk -v a="$on_med" -v b="$off_med" 'BEGIN {
+	printf "  median ratio A/B: %.3f (A - B: %+.1f ms per call)\n", a / b, a - b }'
+printf '  image %s: %d bytes (%.1f MB)\n' "$image" "$size" "$(awk -v s="$size" 'BEGIN { print s / 1e6 }')"
+if [ -n "$build_s" ]; then
+	printf '  image build from the local base, no cache: %s s\n' "$build_s"
+fi

@@ -1,0 +1,130 @@
+#!/usr/bin/env bats
+# Supervision: toolrun-init (PID 1) restarts a killed daemon within a
+# second, logs the restart, and the commands caught mid-flight end with a
+# clear error rather than a hang. It also reaps orphans.
+
+load helpers
+
+setup_file() { ct_setup_file; }
+teardown_file() { ct_teardown_file; }
+setup() { ct_setup; }
+
+ct_ping() { docker exec "$CT_BOX" toolrun ping >/dev/null 2>&1; }
+
+# ct_kill_daemon: kill -9 the serving toolrund; sets KILLED (its pid) and
+# BACK (seconds from the kill until a daemon answered again).
+ct_kill_daemon() {
+	KILLED=$(ct_daemon_pid)
+	[ -n "$KILLED" ] || { echo "no toolrund found in the box" >&2; return 1; }
+	local start
+	start=$(ct_now)
+	docker exec "$CT_BOX" kill -9 "$KILLED"
+	ct_wait_for 10 ct_ping
+	BACK=$(ct_elapsed "$start" "$(ct_now)")
+	echo "# toolrund $KILLED killed; a daemon answered after ${BACK}s" >&3
+}
+
+@test "05-supervision: the daemon is PID 1's child, and PID 1 is toolrun-init" {
+	run docker exec "$CT_BOX" cat /proc/1/comm
+	[ "$output" = toolrun-init ]
+	[ -n "$(ct_daemon_pid)" ]
+}
+
+@test "05-supervision: kill -9 of the daemon: a new one answers within 2 seconds" {
+	ct_kill_daemon
+	ct_less "$BACK" 2
+	local now
+	now=$(ct_daemon_pid)
+	[ -n "$now" ]
+	[ "$now" != "$KILLED" ]
+}
+
+@test "05-supervision: the restart is logged with its cause" {
+	ct_kill_daemon
+	local cause="toolrun-init\[1\] warn: toolrund \(pid $KILLED\) was killed by signal 9 \(SIGKILL\)"
+	ct_wait_for 5 bash -c "docker logs '$CT_BOX' 2>&1 | grep -qE '$cause(; restarting| after [0-9]+ ms; restarting in [0-9]+ ms)\$'"
+	ct_log | grep -q "toolrun-init\[1\] info: started /usr/sbin/toolrund (pid $(ct_daemon_pid))"
+}
+
+@test "05-supervision: a daemon that exits by itself is restarted too" {
+	local pid
+	pid=$(ct_daemon_pid)
+	docker exec "$CT_BOX" bash -c "kill -TERM $pid"
+	ct_wait_for 5 bash -c "docker logs '$CT_BOX' 2>&1 | grep -qE 'toolrund \(pid $pid\) exited with status 0(;| after)'"
+	ct_wait_for 5 ct_ping
+	[ "$(ct_daemon_pid)" != "$pid" ]
+}
+
+@test "05-supervision: tools work again after the restart, served by the new daemon" {
+	ct_kill_daemon
+	local before pid
+	pid=$(ct_daemon_pid)
+	before=$(ct_job_count)
+	run --separate-stderr docker exec "$CT_BOX" bash -lc 'cat words.txt | grep -c beta'
+	[ "$status" -eq 0 ]
+	[ "$output" = 2 ]
+	ct_wait_job "$before" "toolrund\[$pid\] info: job [0-9]+ uid=1000 tool=grep "
+}
+
+@test "05-supervision: a command running during the kill ends with a one-line toolrun error" {
+	local out="$BATS_TEST_TMPDIR/out" err="$BATS_TEST_TMPDIR/err" rc="$BATS_TEST_TMPDIR/rc"
+	# tail -f runs until killed: it is mid-flight when the daemon dies.
+	(
+		code=0
+		docker exec "$CT_BOX" bash -lc 'tail -f words.txt' >"$out" 2>"$err" || code=$?
+		echo "$code" >"$rc"
+	) &
+	local client=$!
+	ct_wait_for 10 bash -c "docker exec '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -qx tail"
+	ct_kill_daemon
+	# It ends by itself, within a few seconds.
+	ct_wait_for 5 test -s "$rc" || {
+		echo "# the client did not end; stderr: $(cat "$err")" >&3
+		docker exec "$CT_BOX" bash -c 'for d in /proc/[0-9]*; do echo "# ${d#/proc/} $(cat $d/comm) $(cut -d" " -f3-5 $d/stat)"; done' >&3
+		ct_log | tail -n 8 | sed 's/^/# /' >&3
+		return 1
+	}
+	wait "$client"
+	[ "$(cat "$rc")" -ne 0 ]
+	[ "$(wc -l <"$err")" -eq 1 ]
+	grep -E '^toolrun: tail: ' "$err"
+	[ "$(cat "$out")" = $'alpha\nbeta\ngamma\nbeta' ]
+	# The program did not outlive its daemon.
+	ct_wait_for 5 bash -c "[ -z \"\$(docker exec '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -x tail)\" ]"
+}
+
+@test "05-supervision: a command started while the daemon is down fails clearly or runs on the new one" {
+	KILLED=$(ct_daemon_pid)
+	docker exec "$CT_BOX" bash -c "kill -9 $KILLED"
+	run --separate-stderr docker exec "$CT_BOX" bash -lc 'cat words.txt'
+	if [ "$status" -ne 0 ]; then
+		[[ $stderr == "toolrun: "* ]]
+	else
+		[ "$output" = $'alpha\nbeta\ngamma\nbeta' ]
+	fi
+	ct_wait_for 5 ct_ping
+}
+
+@test "05-supervision: repeated kills: each restart within 2 seconds (the backoff stays under 1 s)" {
+	local i
+	for i in 1 2 3 4 5; do
+		ct_kill_daemon
+		ct_less "$BACK" 2
+	done
+	# Quick exits in a row were restarted after a growing delay.
+	ct_log | grep -q 'restarting in [0-9]* ms'
+	! ct_log | grep -E 'restarting in [0-9]+ ms' | grep -vE 'restarting in (100|200|400|800|1000) ms'
+}
+
+@test "05-supervision: PID 1 reaps orphans: no zombie is left" {
+	# The exec'd shell exits at once; its children become PID 1's.
+	docker exec "$CT_BOX" bash -c '(sleep 0.2 &) ; (sleep 0.3 &); exit 0'
+	sleep 1.5
+	run docker exec "$CT_BOX" bash -c '
+		for d in /proc/[0-9]*; do
+			read -r stat <"$d/stat" 2>/dev/null || continue
+			set -- ${stat##*) }
+			[ "$1" = Z ] && echo "zombie: $stat"
+		done; true'
+	[ -z "$output" ]
+}

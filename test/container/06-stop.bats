@@ -1,0 +1,67 @@
+#!/usr/bin/env bats
+# A clean stop: `docker stop` finishes in under 2 s while commands run in
+# the box, PID 1 exits 0 after stopping the daemon, and nothing of the
+# container is left running.
+
+load helpers
+
+setup_file() { ct_setup_file; }
+teardown_file() { ct_teardown_file; }
+setup() { ct_setup; }
+
+@test "06-stop: docker stop is quick and clean, and leaves no stray process" {
+	local id out="$BATS_TEST_TMPDIR/out" err="$BATS_TEST_TMPDIR/err"
+	id=$(docker inspect --format '{{.Id}}' "$CT_BOX")
+	# Busy: a command through toolrun, and one without it.
+	docker exec "$CT_BOX" bash -lc 'tail -f words.txt' >"$out" 2>"$err" &
+	local c1=$!
+	docker exec "$CT_BOX" sleep 600 >/dev/null 2>&1 &
+	local c2=$!
+	ct_wait_for 10 bash -c "docker exec '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -qx tail"
+
+	local start elapsed
+	start=$(ct_now)
+	docker stop "$CT_BOX" >/dev/null
+	elapsed=$(ct_elapsed "$start" "$(ct_now)")
+	echo "# docker stop took ${elapsed}s" >&3
+	ct_less "$elapsed" 2
+
+	# PID 1 stopped the daemon and exited 0 by itself (not killed).
+	[ "$(docker inspect --format '{{.State.Status}} {{.State.ExitCode}} {{.State.OOMKilled}} {{.State.Pid}}' "$CT_BOX")" = "exited 0 false 0" ]
+	ct_log | grep -q 'toolrun-init\[1\] info: SIGTERM: stopping toolrund'
+	ct_log | grep -q 'toolrund\[[0-9]*\] info: TERM: stopping'
+	ct_log | grep -q 'toolrun-init\[1\] info: stopped'
+	! ct_log | grep -q 'did not stop within'
+
+	# The clients ended.
+	ct_wait_for 5 bash -c "! kill -0 $c1 2>/dev/null && ! kill -0 $c2 2>/dev/null"
+	wait "$c1" || true
+	wait "$c2" || true
+
+	# Nothing on the host is in the container's cgroup any more.
+	run bash -c "grep -l '$id' /proc/[0-9]*/cgroup 2>/dev/null"
+	[ -z "$output" ]
+}
+
+@test "06-stop: the stopped box starts again and serves" {
+	docker start "$CT_BOX" >/dev/null
+	ct_wait_for 20 docker exec "$CT_BOX" toolrun ping
+	run docker exec "$CT_BOX" bash -lc 'cat words.txt | wc -l'
+	[ "$output" = 4 ]
+}
+
+@test "06-stop: a wedged daemon does not hold docker stop: killed after 1.5 s, exit 0" {
+	local name pid start elapsed
+	name=$(ct_start wedged)
+	pid=$(ct_daemon_pid "$name")
+	[ -n "$pid" ]
+	docker exec "$name" bash -c "kill -STOP $pid"
+	start=$(ct_now)
+	docker stop "$name" >/dev/null
+	elapsed=$(ct_elapsed "$start" "$(ct_now)")
+	echo "# docker stop of a wedged daemon took ${elapsed}s" >&3
+	ct_less "$elapsed" 3
+	[ "$(docker inspect --format '{{.State.Status}} {{.State.ExitCode}}' "$name")" = "exited 0" ]
+	ct_log "$name" | grep -q "toolrund (pid $pid) did not stop within 1500 ms; killing it"
+	docker rm -f "$name" >/dev/null
+}

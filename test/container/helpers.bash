@@ -1,0 +1,185 @@
+# Shared by the container suite: the image built from this tree, one box
+# (a container started by container/run.sh) per test file, and helpers to
+# run commands in it and read the daemon's log.
+#
+# Each file calls ct_setup_file in setup_file (which builds the image if
+# the sources changed, then starts the file's box) and ct_teardown_file in
+# teardown_file (which removes every container the file started).
+#
+# No Docker engine: every test is skipped with a message, except under
+# CI=true, where setup_file fails: CI must run this suite for real.
+
+bats_require_minimum_version 1.5.0
+
+: "${TOOLRUN_SOURCE:?run through meson test}"
+
+CT_SRC="$TOOLRUN_SOURCE"
+CT_RUN="$CT_SRC/container/run.sh"
+CT_IMAGE=${TOOLRUN_TEST_IMAGE:-toolrun:test}
+# The tools the image's config lists.
+CT_TOOLS=$(sed -n 's/^tools[[:space:]]*=[[:space:]]*//p' "$CT_SRC/container/toolrun.conf")
+# Container names: this run's and this file's prefix, so that teardown
+# finds them all and two runs of the suite never touch each other's boxes.
+CT_RUN_ID=${BATS_RUN_TMPDIR:-$$}
+CT_RUN_ID=${CT_RUN_ID##*-}
+CT_PREFIX="trtest-$CT_RUN_ID-$(basename "$BATS_TEST_FILENAME" .bats)"
+
+# Is there an engine? Sets CT_SKIP (read by ct_setup) when there is not.
+ct_engine() {
+	local why=
+	if ! command -v docker >/dev/null 2>&1; then
+		why="docker is not installed"
+	elif ! timeout 20 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then
+		why="no Docker engine answers (is dockerd running? is the socket accessible?)"
+	fi
+	[ -z "$why" ] && return 0
+	if [ "${CI-}" = true ]; then
+		echo "container suite: $why; under CI=true it must run (scripts/setup-deps.sh installs docker.io, scripts/ensure-docker.sh starts dockerd)" >&2
+		return 1
+	fi
+	export CT_SKIP="container suite skipped: $why"
+	return 0
+}
+
+# Build the image (the engine's cache makes an unchanged tree cheap).
+ct_build() {
+	TOOLRUN_IMAGE="$CT_IMAGE" "$CT_SRC/container/build.sh" --quiet >&2
+}
+
+# A fresh workspace the container's user (1000) can write, with files.
+ct_workspace() {
+	local ws
+	ws=$(mktemp -d "${BATS_FILE_TMPDIR:-/tmp}/ws.XXXXXX")
+	seq 1 100000 >"$ws/large_file.txt"
+	printf 'alpha\nbeta\ngamma\nbeta\n' >"$ws/words.txt"
+	chmod 0755 "$ws"
+	chmod 0644 "$ws"/*
+	if [ "$(id -u)" = 0 ]; then
+		chown -R 1000:1000 "$ws"
+	else
+		chmod 0777 "$ws"
+	fi
+	echo "$ws"
+}
+
+# ct_start SUFFIX [run.sh options...]: start a box; prints its name.
+ct_start() {
+	local name="$CT_PREFIX-$1"
+	shift
+	local ws
+	ws=$(ct_workspace)
+	TOOLRUN_IMAGE="$CT_IMAGE" "$CT_RUN" --replace "$@" "$name" "$ws"
+}
+
+ct_setup_file() {
+	ct_engine || return 1
+	[ -n "${CT_SKIP-}" ] && return 0
+	ct_build || { echo "container suite: the image build failed" >&2; return 1; }
+	ct_remove_all
+	CT_BOX=$(ct_start box "$@") || {
+		echo "container suite: container/run.sh failed" >&2
+		return 1
+	}
+	export CT_BOX
+}
+
+ct_setup() {
+	[ -z "${CT_SKIP-}" ] || skip "$CT_SKIP"
+}
+
+ct_remove_all() {
+	local ids
+	ids=$(docker ps -aq --filter "name=^$CT_PREFIX-" 2>/dev/null) || return 0
+	[ -z "$ids" ] || docker rm -f $ids >/dev/null 2>&1 || true
+}
+
+ct_teardown_file() {
+	[ -n "${CT_SKIP-}" ] && return 0
+	ct_remove_all
+}
+
+# ---------------------------------------------------------------------
+# Running things in the box
+
+# ct_sh COMMAND: the agent's way, `docker exec BOX bash -lc COMMAND`.
+ct_sh() {
+	docker exec "$CT_BOX" bash -lc "$1"
+}
+
+# The pid of the serving toolrund (the child of PID 1 named toolrund),
+# found by scanning /proc: the image has no procps.
+ct_daemon_pid() {
+	docker exec "${1:-$CT_BOX}" bash -c '
+		for d in /proc/[0-9]*; do
+			read -r comm <"$d/comm" 2>/dev/null || continue
+			[ "$comm" = toolrund ] || continue
+			read -r stat <"$d/stat" 2>/dev/null || continue
+			set -- ${stat##*) }
+			[ "$2" = 1 ] && echo "${d#/proc/}"
+		done; true'
+}
+
+# Pids of the processes named NAME in the box.
+ct_pids_named() {
+	docker exec "$CT_BOX" bash -c '
+		for d in /proc/[0-9]*; do
+			read -r comm <"$d/comm" 2>/dev/null || continue
+			[ "$comm" = "$1" ] && echo "${d#/proc/}"
+		done; true' - "$1"
+}
+
+# Wait until COMMAND... succeeds, polling every 0.1 s, for SECONDS at most.
+ct_wait_for() {
+	local seconds=$1
+	shift
+	local deadline=$((SECONDS + seconds))
+	until "$@"; do
+		[ $SECONDS -lt $deadline ] || return 1
+		sleep 0.1
+	done
+}
+
+# ---------------------------------------------------------------------
+# The daemon's log (`docker logs`: toolrun-init's and toolrund's stderr)
+
+ct_log() {
+	docker logs "${1:-$CT_BOX}" 2>&1
+}
+
+# The job lines: "... toolrund[N] info: job 7 uid=1000 tool=cat ...".
+ct_job_lines() {
+	ct_log | grep -E ' toolrund\[[0-9]+\] info: job [0-9]+ uid=' || true
+}
+
+ct_job_count() {
+	ct_job_lines | wc -l
+}
+
+# ct_new_jobs N: the job lines after the first N.
+ct_new_jobs() {
+	ct_job_lines | tail -n +$(($1 + 1))
+}
+
+# ct_wait_job N PATTERN: wait (5 s at most) for a job line after the
+# first N that matches PATTERN (an extended regex); print it.
+ct_wait_job() {
+	local before=$1 pattern=$2 deadline=$((SECONDS + 5)) line
+	while :; do
+		line=$(ct_new_jobs "$before" | grep -E -- "$pattern" | head -n 1)
+		if [ -n "$line" ]; then
+			echo "$line"
+			return 0
+		fi
+		[ $SECONDS -lt $deadline ] || break
+		sleep 0.1
+	done
+	echo "no job line matching '$pattern' after job line $before; the log ends with:" >&2
+	ct_log | tail -n 15 >&2
+	return 1
+}
+
+# Seconds since the epoch, with fractions, and a difference of two.
+ct_now() { date +%s.%N; }
+ct_elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+# ct_less A B: is A < B (decimals)?
+ct_less() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
