@@ -15,6 +15,7 @@
 #include "launch.h"
 #include "launcher.pb-c.h"
 #include "log.h"
+#include "outq.h"
 #include "util.h"
 
 /* Orders are the size of a request at most, plus a little framing. */
@@ -41,19 +42,6 @@ static NORETURN void fatal(const char *what, int err)
 {
 	log_error("launcher: %s: %s", what, errno_text(err));
 	_exit(1);
-}
-
-static bool grow(struct frame_reader *r, size_t need)
-{
-	size_t cap = r->payload_cap ? r->payload_cap : 64 * 1024;
-	while (cap < need)
-		cap *= 2;
-	uint8_t *p = realloc(r->payload, cap);
-	if (!p)
-		return false;
-	r->payload = p;
-	r->payload_cap = cap;
-	return true;
 }
 
 static void send_msg(struct launcher *L, const Toolrun__Launcher__FromLauncher *msg)
@@ -304,7 +292,7 @@ static NORETURN void launcher_main(struct launcher *L)
 
 	L->reader = (struct frame_reader){
 		.max_payload = ORDER_MAX_PAYLOAD,
-		.grow = grow,
+		.grow = frame_grow_heap,
 		.fds = L->fds,
 	};
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "outq.h"
 #include "reply.h"
 #include "util.h"
 
@@ -25,19 +26,6 @@ uint64_t monotonic_us(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
-static bool grow_payload(struct frame_reader *r, size_t need)
-{
-	size_t cap = r->payload_cap ? r->payload_cap : 4096;
-	while (cap < need)
-		cap *= 2;
-	uint8_t *p = realloc(r->payload, cap);
-	if (!p)
-		return false;
-	r->payload = p;
-	r->payload_cap = cap;
-	return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -346,7 +334,7 @@ static void on_accept(struct event_loop *loop, uint32_t events, void *data)
 		c->ev.fd = -1;
 		c->reader = (struct frame_reader){
 			.max_payload = FRAME_MAX_CLIENT_PAYLOAD,
-			.grow = grow_payload,
+			.grow = frame_grow_heap,
 			.fds = c->fds,
 		};
 		if (event_add(loop, &c->ev, fd, EPOLLIN, on_conn, c) < 0) {
@@ -494,7 +482,7 @@ int listener_run(struct listener *L)
 	}
 	L->launcher_reader = (struct frame_reader){
 		.max_payload = 64 * 1024,
-		.grow = grow_payload,
+		.grow = frame_grow_heap,
 	};
 	L->listen_ev.fd = L->sig_ev.fd = L->launcher_ev.fd = -1;
 	if (event_add(&L->loop, &L->listen_ev, L->sock->fd, EPOLLIN, on_accept, L) < 0 ||

@@ -83,3 +83,17 @@ void outq_clear(struct outq *q)
 		drop_head(q);
 	q->bytes = 0;
 }
+
+bool frame_grow_heap(struct frame_reader *r, size_t need)
+{
+	size_t cap = r->payload_cap ? r->payload_cap : 4096;
+
+	while (cap < need)
+		cap *= 2;
+	uint8_t *p = realloc(r->payload, cap);
+	if (!p)
+		return false;
+	r->payload = p;
+	r->payload_cap = cap;
+	return true;
+}

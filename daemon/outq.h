@@ -1,15 +1,19 @@
 /*
- * A queue of frames waiting to be written to a non-blocking socket.
+ * The daemon's side of framing: a queue of frames waiting to be written
+ * to a non-blocking socket, and heap growth for incoming ones.
  * A queued frame owns the fds attached to it: they are closed once sent,
  * or when the queue is dropped.
  */
 #ifndef TOOLRUN_OUTQ_H
 #define TOOLRUN_OUTQ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <protobuf-c/protobuf-c.h>
+
+#include "frame.h"
 
 struct outq_item;
 
@@ -27,5 +31,8 @@ int outq_push(struct outq *q, const ProtobufCMessage *msg, const int *fds,
 int outq_flush(struct outq *q, int sock);
 
 void outq_clear(struct outq *q);
+
+/* The daemon's frame_reader grow callback: realloc, doubling from 4 KiB. */
+bool frame_grow_heap(struct frame_reader *r, size_t need);
 
 #endif
