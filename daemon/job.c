@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -561,6 +562,24 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 
 	Toolrun__Launcher__Spawn sp = TOOLRUN__LAUNCHER__SPAWN__INIT;
 	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
+	Toolrun__Launcher__Limit limits[RLIM_NLIMITS];
+	Toolrun__Launcher__Limit *limit_ptrs[RLIM_NLIMITS];
+	if (req->state) {
+		/* SIGKILL and SIGSTOP can be neither blocked nor ignored. */
+		uint64_t fixed = (UINT64_C(1) << (SIGKILL - 1)) | (UINT64_C(1) << (SIGSTOP - 1));
+		sp.has_state = true;
+		sp.umask = req->state->umask;
+		sp.blocked_signals = req->state->blocked_signals & ~fixed;
+		sp.ignored_signals = req->state->ignored_signals & ~fixed;
+		sp.limits = limit_ptrs;
+		for (size_t i = 0; i < req->state->n_limits; i++) {
+			toolrun__launcher__limit__init(&limits[i]);
+			limits[i].resource = req->state->limits[i]->resource;
+			limits[i].soft = req->state->limits[i]->soft;
+			limits[i].hard = req->state->limits[i]->hard;
+			limit_ptrs[sp.n_limits++] = &limits[i];
+		}
+	}
 	sp.job = j->id;
 	sp.executable = req->executable;
 	sp.n_argv = req->n_argv;

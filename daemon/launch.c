@@ -5,6 +5,8 @@
 #include <linux/close_range.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@ const char *launch_step_name(enum launch_step step)
 	case LAUNCH_STEP_PARENT_DEATH: return "parent death signal";
 	case LAUNCH_STEP_FDS: return "arrange file descriptors";
 	case LAUNCH_STEP_CWD: return "enter the working directory";
+	case LAUNCH_STEP_LIMITS: return "set resource limits";
 	case LAUNCH_STEP_EXEC: return "execve";
 	case LAUNCH_STEP_NONE:
 	default: return "launch";
@@ -127,6 +130,41 @@ static int arrange_fds(const struct launch_plan *p, int *status_fd, int *cwd_fd)
 	return cloexec_range(from, ~0U);
 }
 
+/* The caller's limits, lowered to what this process may set: raising a
+ * hard limit takes a privilege the daemon does not have. */
+static int apply_limits(const struct launch_plan *p)
+{
+	for (unsigned i = 0; i < p->nlimits; i++) {
+		const struct launch_limit *l = &p->limits[i];
+		struct rlimit cur, want;
+		if (getrlimit(l->resource, &cur) < 0)
+			return -1;
+		want.rlim_max = MIN((rlim_t)l->hard, cur.rlim_max);
+		want.rlim_cur = MIN((rlim_t)l->soft, want.rlim_max);
+		if (setrlimit(l->resource, &want) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Ignored signals, then the mask: both survive the exec. */
+static int apply_signals(const struct launch_plan *p)
+{
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	for (int sig = 1; sig <= 64; sig++) {
+		uint64_t bit = UINT64_C(1) << (sig - 1);
+		if ((p->ignored_signals & bit) && sigaction(sig, &ign, NULL) < 0 &&
+		    errno != EINVAL)
+			return -1;
+		if (p->blocked_signals & bit)
+			sigaddset(&mask, sig);
+	}
+	return sigprocmask(SIG_SETMASK, &mask, NULL);
+}
+
 void launch_child(const struct launch_plan *plan, int status_fd)
 {
 	int cwd_fd = plan->cwd_fd;
@@ -147,6 +185,15 @@ void launch_child(const struct launch_plan *plan, int status_fd)
 		fail(status_fd, LAUNCH_STEP_FDS);
 	if (fchdir(cwd_fd) < 0)
 		fail(status_fd, LAUNCH_STEP_CWD);
+	if (plan->has_state) {
+		umask(plan->umask);
+		if (apply_limits(plan) < 0)
+			fail(status_fd, LAUNCH_STEP_LIMITS);
+		if (apply_signals(plan) < 0)
+			fail(status_fd, LAUNCH_STEP_SIGNALS);
+	} else {
+		umask(022);
+	}
 	execve(plan->path, plan->argv, plan->envp);
 	fail(status_fd, LAUNCH_STEP_EXEC);
 }

@@ -1,15 +1,17 @@
 /*
  * The steps between fork() and execve() for a program toolrun runs.
  *
- * In the child of the launcher: default signal dispositions and an empty
- * mask, a new session (so the timeout can kill the whole group), death
- * with the launcher, the caller's fds at their numbers and nothing else,
- * the caller's working directory, then execve(). A failure is reported
+ * In the child of the launcher: default signal dispositions, a new
+ * session (so the timeout can kill the whole group), death with the
+ * launcher, the caller's fds at their numbers and nothing else, the
+ * caller's working directory, umask, resource limits, ignored signals and
+ * signal mask, then execve(). A failure is reported
  * to the launcher through a close-on-exec pipe as (step, errno).
  */
 #ifndef TOOLRUN_LAUNCH_H
 #define TOOLRUN_LAUNCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -23,6 +25,7 @@ enum launch_step {
 	LAUNCH_STEP_PARENT_DEATH,
 	LAUNCH_STEP_FDS,
 	LAUNCH_STEP_CWD,
+	LAUNCH_STEP_LIMITS,
 	LAUNCH_STEP_EXEC,
 };
 
@@ -38,6 +41,18 @@ struct launch_plan {
 	unsigned ntargets;
 	int *scratch;             /* 2 * ntargets ints, for the child's use */
 	pid_t launcher;           /* the child's parent */
+	/* The caller's process state (has_state), else the defaults. */
+	bool has_state;
+	mode_t umask;
+	uint64_t blocked_signals; /* bit N-1: signal N */
+	uint64_t ignored_signals;
+	const struct launch_limit *limits;
+	unsigned nlimits;
+};
+
+struct launch_limit {
+	int resource;
+	uint64_t soft, hard;
 };
 
 /* What a failing child writes to the status pipe. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -112,6 +113,8 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 	char **envp = strings(s->envp, s->n_envp);
 	char **path = strings(&exe, 1);
 	int *scratch = malloc((2 * s->n_fds + 1) * sizeof(int));
+	struct launch_limit limits[RLIM_NLIMITS];
+	unsigned nlimits = 0;
 	int status[2] = {-1, -1};
 	pid_t pid = -1;
 	int err = 0;
@@ -137,7 +140,22 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 		.ntargets = (unsigned)s->n_fds,
 		.scratch = scratch,
 		.launcher = L->self,
+		.has_state = s->has_state,
+		.umask = (mode_t)(s->umask & 0777),
+		.blocked_signals = s->blocked_signals,
+		.ignored_signals = s->ignored_signals,
+		.limits = limits,
 	};
+	for (size_t i = 0; i < s->n_limits && nlimits < RLIM_NLIMITS; i++) {
+		if (s->limits[i]->resource >= RLIM_NLIMITS)
+			fatal("order with an unknown resource limit", EPROTO);
+		limits[nlimits++] = (struct launch_limit){
+			.resource = (int)s->limits[i]->resource,
+			.soft = s->limits[i]->soft,
+			.hard = s->limits[i]->hard,
+		};
+	}
+	plan.nlimits = nlimits;
 	pid = fork();
 	if (pid < 0) {
 		err = errno;

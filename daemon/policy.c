@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 static bool has_nul(const ProtobufCBinaryData *b)
 {
@@ -74,6 +75,22 @@ enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req
 	}
 	if (req->stderr_joins_stdout && !(req->shape_stdout && req->shape_stderr))
 		return malformed(out, "stderr_joins_stdout needs both streams shaped");
+	if (req->state) {
+		const Toolrun__ProcessState *st = req->state;
+		uint32_t seen = 0;
+		if (st->umask > 0777)
+			return malformed(out, "state.umask is above 0777");
+		for (size_t i = 0; i < st->n_limits; i++) {
+			const Toolrun__Limit *l = st->limits[i];
+			if (l->resource >= RLIM_NLIMITS)
+				return malformed(out, "state.limits names a resource Linux does not have");
+			if (seen & (1u << l->resource))
+				return malformed(out, "state.limits names a resource twice");
+			seen |= 1u << l->resource;
+			if (l->soft > l->hard)
+				return malformed(out, "state.limits has a soft limit above its hard limit");
+		}
+	}
 
 	char exe[PATH_MAX];
 	memcpy(exe, req->executable.data, req->executable.len);

@@ -10,6 +10,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -20,9 +21,11 @@
 #include "toolrun.pb-c.h"
 
 /* Signals that a terminal, `kill` or `timeout` send to a program: the
- * client receives them in its place and forwards them. */
+ * client receives them in its place and forwards them. The job-control
+ * ones (TSTP, TTIN, TTOU, CONT) are handled by stop_with_program(). */
 static const int forwarded_signals[] = {
 	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGALRM,
+	SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT,
 };
 
 /* A daemon that accepts nothing for this long is treated as down. */
@@ -75,6 +78,9 @@ struct client {
 	bool signals_taken;
 
 	struct sink_decision sink;
+	/* The caller's signal state, read before the client blocks signals. */
+	uint64_t blocked;
+	uint64_t ignored;
 	int *fds;          /* attached: the directory, then inherited fds */
 	uint32_t *targets; /* fd number in the program, for fds[1..] */
 	unsigned ntargets;
@@ -140,14 +146,36 @@ void client_exit_failure(const char *path, const struct client_result *res)
 	_exit(res->code ? res->code : 1);
 }
 
+/* Does a core dump of this process land somewhere other than the
+ * program's (a pipe to a handler, or a name with the pid in it)? */
+static bool core_name_is_per_process(void)
+{
+	char buf[256];
+	int fd = open("/proc/sys/kernel/core_uses_pid", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, 1) : -1;
+
+	close_fd(&fd);
+	if (n == 1 && buf[0] == '1')
+		return true;
+	fd = open("/proc/sys/kernel/core_pattern", O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	close_fd(&fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return buf[0] == '|' || strstr(buf, "%p") || strstr(buf, "%P");
+}
+
 /* Die of sig as the program did, so that the shell reports 128+sig. */
 static NORETURN void die_by_signal(int sig, bool core_dumped)
 {
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigset_t one;
 
-	if (!core_dumped) {
-		/* Our own image is not the program's: write no core for it. */
+	/* Our image is not the program's: dump it only when the program
+	 * dumped (so that the shell says "core dumped") and our core cannot
+	 * take the place of the program's own. */
+	if (!core_dumped || !core_name_is_per_process()) {
 		struct rlimit none = {0, 0};
 		setrlimit(RLIMIT_CORE, &none);
 	}
@@ -264,6 +292,48 @@ static bool fill_binaries(struct client *cl, char *const *v, size_t n,
 	return true;
 }
 
+static uint64_t signal_bit(int sig)
+{
+	return UINT64_C(1) << (sig - 1);
+}
+
+/* What the program would inherit across exec, besides fds and cwd. */
+static void capture_state(struct client *cl, Toolrun__ProcessState *st,
+			  Toolrun__Limit *limits, Toolrun__Limit **limit_ptrs)
+{
+	sigset_t mask;
+	mode_t old = umask(0);
+
+	umask(old);
+	st->umask = old;
+	sigprocmask(SIG_BLOCK, NULL, &mask);
+	for (int sig = 1; sig <= 64; sig++) {
+		struct sigaction sa;
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		if (sigismember(&mask, sig) == 1)
+			cl->blocked |= signal_bit(sig);
+		/* glibc refuses its own two internal signals: they are its. */
+		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+			cl->ignored |= signal_bit(sig);
+	}
+	st->blocked_signals = cl->blocked;
+	st->ignored_signals = cl->ignored;
+	st->n_limits = 0;
+	st->limits = limit_ptrs;
+	for (int r = 0; r < RLIM_NLIMITS; r++) {
+		struct rlimit rl;
+		if (prlimit(0, (enum __rlimit_resource)r, NULL, &rl) < 0)
+			continue;
+		Toolrun__Limit *l = &limits[st->n_limits];
+		toolrun__limit__init(l);
+		l->resource = (uint32_t)r;
+		l->soft = rl.rlim_cur;
+		l->hard = rl.rlim_max;
+		limit_ptrs[st->n_limits++] = l;
+	}
+}
+
 /* Pack Hello and Request into one buffer; the fds go with the Request. */
 static int build_frames(struct client *cl, size_t argc, size_t envc,
 			uint8_t **buf, size_t *hello_len, size_t *total)
@@ -273,6 +343,9 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 	Toolrun__ClientMessage hmsg = TOOLRUN__CLIENT_MESSAGE__INIT;
 	Toolrun__Request req = TOOLRUN__REQUEST__INIT;
 	Toolrun__ClientMessage rmsg = TOOLRUN__CLIENT_MESSAGE__INIT;
+	Toolrun__ProcessState state = TOOLRUN__PROCESS_STATE__INIT;
+	Toolrun__Limit limits[RLIM_NLIMITS];
+	Toolrun__Limit *limit_ptrs[RLIM_NLIMITS];
 
 	hello.protocol_version = TOOLRUN__VERSION__VERSION_CURRENT;
 	hello.software = (char *)call->software;
@@ -297,6 +370,8 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 	req.shape_stdout = cl->sink.shape_stdout;
 	req.shape_stderr = cl->sink.shape_stderr;
 	req.stderr_joins_stdout = cl->sink.joined;
+	capture_state(cl, &state, limits, limit_ptrs);
+	req.state = &state;
 	rmsg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST;
 	rmsg.request = &req;
 
@@ -352,13 +427,9 @@ static int take_signals(struct client *cl)
 	 * program would never see it: do not forward it. (Blocked, it is
 	 * still queued, which is why this must be checked here.) */
 	sigemptyset(&fwd);
-	for (size_t i = 0; i < ARRAY_SIZE(forwarded_signals); i++) {
-		struct sigaction sa;
-		if (sigaction(forwarded_signals[i], NULL, &sa) == 0 &&
-		    sa.sa_handler == SIG_IGN)
-			continue;
-		sigaddset(&fwd, forwarded_signals[i]);
-	}
+	for (size_t i = 0; i < ARRAY_SIZE(forwarded_signals); i++)
+		if (!(cl->ignored & signal_bit(forwarded_signals[i])))
+			sigaddset(&fwd, forwarded_signals[i]);
 	cl->sigfd = signalfd(-1, &fwd, SFD_CLOEXEC | SFD_NONBLOCK);
 	return cl->sigfd < 0 ? -errno : 0;
 }
@@ -376,6 +447,31 @@ static void release(struct client *cl)
 		munmap(cl->map, cl->map_len);
 		cl->map = NULL;
 	}
+}
+
+static void send_signal(struct client *cl, int signo);
+
+/*
+ * Job control. The program runs in its own session, where the kernel
+ * discards SIGTSTP (its process group is orphaned), so it is stopped with
+ * SIGSTOP; then the client stops itself with the signal it got, so that
+ * the shell sees the job stopped. When the shell continues it, the
+ * program continues too.
+ */
+static void stop_with_program(struct client *cl, int sig)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+	sigset_t one;
+
+	send_signal(cl, SIGSTOP);
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	sigaction(sig, &dfl, &old);
+	kill(getpid(), sig);
+	sigprocmask(SIG_UNBLOCK, &one, NULL); /* stops here until SIGCONT */
+	sigprocmask(SIG_BLOCK, &one, NULL);
+	sigaction(sig, &old, NULL);
+	send_signal(cl, SIGCONT);
 }
 
 static void send_signal(struct client *cl, int signo)
@@ -572,8 +668,13 @@ static void event_loop(struct client *cl)
 		}
 		if (pfd[1].revents & POLLIN) {
 			struct signalfd_siginfo si;
-			while (read(cl->sigfd, &si, sizeof(si)) == sizeof(si))
-				send_signal(cl, (int)si.ssi_signo);
+			while (read(cl->sigfd, &si, sizeof(si)) == sizeof(si)) {
+				int sig = (int)si.ssi_signo;
+				if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+					stop_with_program(cl, sig);
+				else
+					send_signal(cl, sig);
+			}
 		}
 		for (nfds_t i = 2; i < n; i++)
 			if (pfd[i].revents & (POLLERR | POLLHUP))

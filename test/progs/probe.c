@@ -12,6 +12,7 @@
  *   probe both N          write N lines alternately to stdout and stderr
  *   probe pid             print its pid, then sleep until killed
  *   probe bytes N         write N bytes of 'x' (in lines of 64) to stdout
+ *   probe block N PROG ARGS...   block signal N, then execvp PROG
  */
 #include <dirent.h>
 #include <signal.h>
@@ -77,6 +78,14 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		for (;;)
 			pause();
+	} else if (!strcmp(cmd, "block") && argc >= 4) {
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, atoi(argv[2]));
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		execvp(argv[3], argv + 3);
+		perror("probe: execvp");
+		return 127;
 	} else if (!strcmp(cmd, "bytes") && argc == 3) {
 		long n = atol(argv[2]);
 		for (long i = 0; i < n; i++)

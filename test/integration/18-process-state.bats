@@ -1,0 +1,151 @@
+#!/usr/bin/env bats
+# Process state that survives exec reaches the program as it would
+# directly: umask, limits, ignored and blocked signals, argv[0], the
+# working directory, descriptors at any number. Each case is run both
+# ways and compared.
+
+load helpers
+
+setup_file() {
+	tr_start
+	printf 'a\nb\n' >"$TR_DIR/ab"
+}
+
+teardown_file() {
+	tr_stop
+}
+
+# bash names the pid of a job it reports; pids differ between runs.
+without_pids() {
+	sed -E 's/^(bash: line [0-9]+: +)[0-9]+ /\1PID /'
+}
+
+# same LINE: toolrun on and off give the same stdout, stderr and status;
+# the toolrun run went through the daemon.
+same() {
+	local n
+	n=$(tr_job_count)
+	run --separate-stderr tr_bash "cd $TR_DIR && $1"
+	local via="status=$status
+$output
+--
+$(without_pids <<<"$stderr")"
+	run --separate-stderr plain_bash "cd $TR_DIR && $1"
+	local direct="status=$status
+$output
+--
+$(without_pids <<<"$stderr")"
+	if [ "$via" != "$direct" ]; then
+		diff -u <(echo "$direct") <(echo "$via") | sed 's/^/# /' >&3
+		return 1
+	fi
+	[ "$(tr_job_count)" -gt "$n" ]
+}
+
+@test "18-state-umask: the caller's umask" {
+	same 'umask 027; cat /proc/self/status | grep ^Umask'
+	same 'umask 077; sed -n 1p ab > made; stat -c %a made'
+}
+
+@test "18-state-limits: the caller's resource limits" {
+	same 'ulimit -n 300; ulimit -S -s 4096; cat /proc/self/limits | grep -E "open files|stack"'
+}
+
+@test "18-state-limits-effective: a file size limit stops the program as it would directly" {
+	same 'ulimit -f 1; cat /dev/zero > big; echo $?; stat -c %s big'
+}
+
+@test "18-state-ignored: trap '' and nohup-style ignored signals stay ignored" {
+	same "trap '' INT HUP; cat /proc/self/status | grep ^SigIgn"
+	same "nohup cat /proc/self/status 2>/dev/null | grep ^SigIgn"
+}
+
+@test "18-state-blocked: the caller's signal mask" {
+	same "$TR_PROBE block 10 cat /proc/self/status | grep ^SigBlk"
+}
+
+@test "18-state-argv0: exec -a keeps argv[0] apart from the file run" {
+	same "(exec -a renamed $TR_PROBE args x)"
+}
+
+@test "18-state-deleted-cwd: a working directory that was deleted" {
+	same 'mkdir -p gone && cd gone && rmdir ../gone && cat ../ab 2>&1; cat /proc/self/stat >/dev/null; ls 2>&1; echo $?'
+}
+
+@test "18-state-fd-high: a descriptor above 255 is inherited at its number" {
+	same "exec 300<ab; cat <&300"
+	same "exec 1000<ab; $TR_PROBE fds | grep -x 1000"
+}
+
+@test "18-state-cloexec: a close-on-exec descriptor is not inherited" {
+	# bash opens its script fds 255+ close-on-exec; exec 7< ... is not.
+	same "exec 7<ab; $TR_PROBE fds | grep -c -x 7; $TR_PROBE fds | grep -c -x 255"
+}
+
+@test "18-state-procsub: process substitution gives the program /dev/fd paths" {
+	same 'cat <(echo one) <(echo two)'
+	same 'grep -f <(echo b) ab'
+}
+
+@test "18-state-fd-dup: output sent to a saved descriptor" {
+	same 'exec 5>log; cat ab >&5; exec 5>&-; cat log'
+}
+
+@test "18-state-nested: nested shells keep interception" {
+	n=$(tr_job_count)
+	run tr_bash "bash -c \"sh -c 'cat $TR_DIR/ab'\""
+	[ "$output" = "$(printf 'a\nb')" ]
+	jobs_since "$n" | grep -q ' tool=cat '
+}
+
+@test "18-state-xargs: xargs running a listed tool" {
+	n=$(tr_job_count)
+	run tr_bash "echo $TR_DIR/ab | xargs cat"
+	[ "$output" = "$(printf 'a\nb')" ]
+	jobs_since "$n" | grep -q ' tool=cat '
+}
+
+@test "18-state-static: a statically linked program's exec is not intercepted" {
+	n=$(tr_job_count)
+	run tr_bash "'$TOOLRUN_BUILD/test/progs/static-exec' /bin/cat $TR_DIR/ab"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'a\nb')" ]
+	[ "$(tr_job_count)" -eq "$n" ]
+}
+
+@test "18-state-stop-cont: a job stopped and continued stops and continues the program" {
+	line="set -m; $TR_PROBE pid > pid & until [ -s pid ]; do sleep 0.02; done
+		kill -TSTP %1; sleep 0.3; jobs
+		state=\$(cut -d' ' -f3 /proc/\$(cat pid)/stat); echo \"program state \$state\"
+		kill -CONT %1; sleep 0.3
+		state=\$(cut -d' ' -f3 /proc/\$(cat pid)/stat); echo \"program state \$state\"
+		kill -TERM %1; wait; rm pid"
+	run --separate-stderr timeout 20 "$TR_BASH" "cd $TR_DIR && $line"
+	via=$output
+	[[ "${lines[0]}" == "[1]+  Stopped"* ]]
+	[ "${lines[1]}" = "program state T" ]
+	[ "${lines[2]}" = "program state S" ]
+	run --separate-stderr timeout 20 "$PLAIN_BASH" "cd $TR_DIR && $line"
+	[ "$via" = "$output" ]
+}
+
+@test "18-state-core: a core-dumping signal is reported by the shell as that signal" {
+	same "ulimit -c 0; $TR_PROBE kill 6; echo \$?"
+	[ "${lines[0]}" = 134 ]
+	[[ "$stderr" == *Aborted* ]]
+}
+
+@test "18-state-core-file: the program's core file is the program's own" {
+	pattern=$(cat /proc/sys/kernel/core_pattern)
+	[ "$pattern" = core ] && [ "$(cat /proc/sys/kernel/core_uses_pid)" = 0 ] ||
+		skip "core_pattern is '$pattern': cores do not land in the working directory"
+	mkdir -p "$TR_DIR/cores"
+	run --separate-stderr tr_bash "cd $TR_DIR/cores && ulimit -c unlimited; $TR_PROBE kill 6; echo \$?"
+	[ "${lines[0]}" = 134 ]
+	[ -s "$TR_DIR/cores/core" ]
+	# The core's NT_FILE note lists the files mapped: the probe's, not
+	# bash's (which a core of the client would be).
+	head -c 65536 "$TR_DIR/cores/core" | grep -aq "$TOOLRUN_BUILD/test/progs/probe"
+	! head -c 65536 "$TR_DIR/cores/core" | grep -aq /usr/bin/bash
+	rm -rf "$TR_DIR/cores"
+}
