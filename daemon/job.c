@@ -546,8 +546,7 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 
 	ProtobufCBinaryData *env = NULL;
 	size_t nenv = 0;
-	char *env_storage = NULL;
-	if (!failure[0] && policy_environment(req, &env, &nenv, &env_storage) < 0)
+	if (!failure[0] && policy_environment(req, &env, &nenv) < 0)
 		snprintf(failure, sizeof(failure), "toolrund is out of memory");
 
 	if (failure[0]) {
@@ -594,7 +593,6 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 	j->start_us = monotonic_us();
 	launcher_send(L, &m, send, nsend); /* the queue owns and closes them */
 	free(env);
-	free(env_storage);
 
 	if (j->limits.timeout_s)
 		timer_arm(&L->loop, &j->timeout, (int64_t)j->limits.timeout_s * 1000,

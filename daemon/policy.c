@@ -113,79 +113,59 @@ static bool starts_with(const ProtobufCBinaryData *b, const char *prefix)
 	return b->len >= n && memcmp(b->data, prefix, n) == 0;
 }
 
-/* Is this LD_PRELOAD entry our library? */
-static bool is_toolrun_library(const char *entry, size_t len)
+/* Does this LD_PRELOAD value name our library? */
+static bool names_toolrun_library(const ProtobufCBinaryData *b)
 {
-	static const char name[] = "libtoolrun.so";
-	const char *slash = memrchr(entry, '/', len);
-	const char *base = slash ? slash + 1 : entry;
-	size_t blen = len - (size_t)(base - entry);
-	return blen == sizeof(name) - 1 && memcmp(base, name, blen) == 0;
-}
-
-/* Write "LD_PRELOAD=..." without our library to out (room for the
- * entry's length plus a NUL). Returns its length, or 0 if nothing is
- * left to preload. */
-static size_t strip_preload(const ProtobufCBinaryData *b, char *out)
-{
-	static const char key[] = "LD_PRELOAD=";
+	static const char key[] = "LD_PRELOAD=", name[] = "libtoolrun.so";
 	const char *v = (const char *)b->data + sizeof(key) - 1;
 	size_t vlen = b->len - (sizeof(key) - 1);
-	size_t at = sizeof(key) - 1, used = 0;
 
-	memcpy(out, key, at);
 	/* ld.so separates entries with colons or spaces. */
 	for (size_t i = 0; i < vlen;) {
 		size_t j = i;
 		while (j < vlen && v[j] != ':' && v[j] != ' ')
 			j++;
-		if (j > i && !is_toolrun_library(v + i, j - i)) {
-			if (used)
-				out[at++] = ':';
-			memcpy(out + at, v + i, j - i);
-			at += j - i;
-			used++;
-		}
+		const char *slash = memrchr(v + i, '/', j - i);
+		const char *base = slash ? slash + 1 : v + i;
+		if ((size_t)(v + j - base) == sizeof(name) - 1 &&
+		    memcmp(base, name, sizeof(name) - 1) == 0)
+			return true;
 		i = j + 1;
 	}
-	out[at] = '\0';
-	return used ? at : 0;
+	return false;
 }
 
 int policy_environment(const Toolrun__Request *req, ProtobufCBinaryData **out,
-		       size_t *n, char **storage)
+		       size_t *n)
 {
-	ProtobufCBinaryData *env = malloc((req->n_envp + 1) * sizeof(*env));
-	size_t k = 0, room = 0;
+	static const char marker[] = "TOOLRUN_NESTED=1";
+	ProtobufCBinaryData *env = malloc((req->n_envp + 2) * sizeof(*env));
+	bool preloaded = false, marked = false;
+	size_t k = 0;
 
-	*storage = NULL;
 	if (!env)
 		return -ENOMEM;
-	/* Every LD_PRELOAD is rewritten in place (ld.so uses the last one,
-	 * so none may be dropped); their new text shares one block. */
+	/* The last LD_PRELOAD is the one ld.so reads. */
 	for (size_t i = 0; i < req->n_envp; i++)
 		if (starts_with(&req->envp[i], "LD_PRELOAD="))
-			room += req->envp[i].len + 1;
-	if (room && !(*storage = malloc(room))) {
-		free(env);
-		return -ENOMEM;
-	}
-	char *at = *storage;
+			preloaded = names_toolrun_library(&req->envp[i]);
 	for (size_t i = 0; i < req->n_envp; i++) {
 		const ProtobufCBinaryData *e = &req->envp[i];
-		if (starts_with(e, "TOOLRUN_"))
-			continue;
-		if (starts_with(e, "LD_PRELOAD=")) {
-			size_t len = strip_preload(e, at);
-			if (len) {
-				env[k].data = (uint8_t *)at;
-				env[k].len = len;
-				k++;
-				at += len + 1;
-			}
-			continue;
+		if (starts_with(e, "TOOLRUN_")) {
+			/* With the library loaded, its constructor hides them
+			 * from the program; without it, nothing would. */
+			if (!preloaded)
+				continue;
+			if (e->len == sizeof(marker) - 1 &&
+			    memcmp(e->data, marker, sizeof(marker) - 1) == 0)
+				marked = true;
 		}
 		env[k++] = *e;
+	}
+	if (preloaded && !marked) {
+		env[k].data = (uint8_t *)marker;
+		env[k].len = sizeof(marker) - 1;
+		k++;
 	}
 	*out = env;
 	*n = k;

@@ -40,12 +40,15 @@ enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req
 				 struct policy_decision *out);
 
 /*
- * The program's environment: envp less TOOLRUN_* variables, and less
- * libtoolrun.so in each LD_PRELOAD (dropped when nothing else remains).
- * Entries point into req except rewritten LD_PRELOADs, kept in *storage.
- * Free *out and *storage. Returns 0 or -ENOMEM.
+ * The environment the program is started with. When the request's
+ * LD_PRELOAD names libtoolrun.so, it is envp as it is plus
+ * TOOLRUN_NESTED=1: the library stays loaded in the program, hides
+ * toolrun's variables from it and hands them on to what it executes (see
+ * preload/nested.h). Otherwise it is envp less TOOLRUN_* variables.
+ * Entries point into req (and a static marker). Free *out. Returns 0 or
+ * -ENOMEM.
  */
 int policy_environment(const Toolrun__Request *req, ProtobufCBinaryData **out,
-		       size_t *n, char **storage);
+		       size_t *n);
 
 #endif

@@ -79,6 +79,7 @@ __attribute__((constructor)) static void preload_init(void)
 
 	if (len < sizeof(preload_ctx.inherited_config))
 		memcpy(preload_ctx.inherited_config, cfg ? cfg : "", len + 1);
+	nested_hide(&preload_ctx.nested);
 	pthread_atfork(before_fork, NULL, NULL);
 }
 
@@ -341,12 +342,30 @@ static int via_helper(const struct exec_call *c, const struct config *cfg,
 	return fall_back(c, cfg, path, why);
 }
 
+/* Beyond this, a program's children lose the hidden variables (and so
+ * interception) rather than risk the stack of a vfork child. */
+#define NESTED_STACK_MAX (256 * 1024)
+
 static int hook(struct exec_call *c)
 {
 	int saved_errno = errno;
 	char path[PATH_MAX];
 	struct config *cfg = NULL;
 	int tool = -1;
+
+	/* Below a program that toolrund runs: give every child the variables
+	 * the constructor hid, so that interception goes on. */
+	if (preload_ctx.nested.active && c->envp) {
+		size_t need = nested_space(&preload_ctx.nested, c->envp);
+		if (need <= NESTED_STACK_MAX) {
+			c->envp = nested_envp(&preload_ctx.nested, c->envp,
+					      __builtin_alloca(need));
+			if (c->kind == REAL_EXECV)
+				c->kind = REAL_EXECVE;
+			else if (c->kind == REAL_EXECVP)
+				c->kind = REAL_EXECVPE;
+		}
+	}
 
 	if (!is_listed(c, path, &cfg, &tool)) {
 		errno = saved_errno;

@@ -8,6 +8,7 @@
  *   safety.c   may the client run here, or must the helper be exec'd?
  *   sink.c     which output streams reach the agent (truncate = sink)
  *   client.c   the client: request out, output in, the program's status
+ *   nested.c   interception below a program that toolrund runs
  *
  * Everything reachable from a hook is async-signal-safe: hooks run in
  * vfork children and in the fork child of multithreaded programs.
@@ -21,6 +22,7 @@
 
 #include "cfgcache.h"
 #include "config.h"
+#include "nested.h"
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
@@ -48,6 +50,8 @@ struct preload {
 	struct cfgcache cache;
 	/* TOOLRUN_CONFIG as the process started with it ("" if unset). */
 	char inherited_config[CONFIG_PATH_MAX];
+	/* Set in programs that toolrund runs (see nested.h). */
+	struct nested nested;
 	/* toolrun-exec, beside this library; found on first use. */
 	char helper[PATH_MAX];
 	bool helper_known;

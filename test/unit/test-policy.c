@@ -144,7 +144,6 @@ static void expect_malformed(const struct fixture *f, const char *phrase)
 struct env_result {
 	ProtobufCBinaryData *env;
 	size_t n;
-	char *storage;
 };
 
 static struct env_result held;
@@ -152,7 +151,6 @@ static struct env_result held;
 static void env_free(void)
 {
 	free(held.env);
-	free(held.storage);
 	memset(&held, 0, sizeof(held));
 }
 
@@ -171,53 +169,16 @@ static const struct env_result *environment(const ProtobufCBinaryData *envp, siz
 	req.n_envp = n;
 	env_free();
 	held.n = (size_t)-1;
-	held.storage = (char *)1; /* must be set by the call */
-	int r = policy_environment(&req, &held.env, &held.n, &held.storage);
-	if (r != 0)
-		held.storage = NULL;
+	int r = policy_environment(&req, &held.env, &held.n);
 	assert_int_equal(r, 0);
 	assert_non_null(held.env);
-	assert_true(held.n <= n);
+	assert_true(held.n <= n + 1);
 	return &held;
 }
 
 static bool bin_equal(const ProtobufCBinaryData *b, const char *s, size_t len)
 {
 	return b->len == len && (len == 0 || memcmp(b->data, s, len) == 0);
-}
-
-/* The entries of an LD_PRELOAD value (colon or space separated). */
-static size_t preload_entries(const ProtobufCBinaryData *b, char out[][64], size_t max)
-{
-	static const char prefix[] = "LD_PRELOAD=";
-	size_t n = 0, i = sizeof(prefix) - 1;
-
-	assert_true(b->len >= i && memcmp(b->data, prefix, i) == 0);
-	while (i < b->len) {
-		size_t j = i;
-		while (j < b->len && b->data[j] != ':' && b->data[j] != ' ')
-			j++;
-		if (j > i) {
-			assert_true(n < max && j - i < 64);
-			memcpy(out[n], b->data + i, j - i);
-			out[n][j - i] = '\0';
-			n++;
-		}
-		i = j + 1;
-	}
-	return n;
-}
-
-static const ProtobufCBinaryData *find_ld_preload(const struct env_result *r)
-{
-	const ProtobufCBinaryData *found = NULL;
-	for (size_t i = 0; i < r->n; i++) {
-		if (r->env[i].len >= 11 && memcmp(r->env[i].data, "LD_PRELOAD=", 11) == 0) {
-			assert_null(found); /* at most one */
-			found = &r->env[i];
-		}
-	}
-	return found;
 }
 
 /* ───────────────────────── policy_check: accepted ───────────────────────── */
@@ -614,7 +575,6 @@ static void test_environment_keeps_ordinary_entries_in_order(void **state)
 		assert_ptr_equal(r->env[i].data, envp[i].data);
 		assert_int_equal(r->env[i].len, envp[i].len);
 	}
-	assert_null(r->storage);
 }
 
 static void test_environment_of_empty_envp_is_empty(void **state)
@@ -624,7 +584,6 @@ static void test_environment_of_empty_envp_is_empty(void **state)
 
 	r = environment(NULL, 0);
 	assert_int_equal(r->n, 0);
-	assert_null(r->storage);
 }
 
 static void test_environment_drops_toolrun_variables(void **state)
@@ -657,83 +616,82 @@ static void test_environment_keeps_variables_that_only_look_like_toolrun(void **
 		assert_ptr_equal(r->env[i].data, envp[i].data);
 }
 
-static void test_environment_removes_toolrun_library_from_colon_separated_ld_preload(void **state)
+/* The index of "TOOLRUN_NESTED=1" in the result, or -1. */
+static int marker_at(const struct env_result *r)
 {
-	(void)state;
-	const ProtobufCBinaryData envp[] = {
-		BIN("A=1"),
-		BIN("LD_PRELOAD=/opt/liba.so:/usr/lib/x86_64-linux-gnu/toolrun/libtoolrun.so:libb.so"),
-		BIN("B=2"),
-	};
-	const struct env_result *r;
-	char entries[8][64];
-
-	r = environment(envp, 3);
-	assert_int_equal(r->n, 3);
-	assert_ptr_equal(r->env[0].data, envp[0].data);
-	assert_ptr_equal(r->env[2].data, envp[2].data);
-	/* Rewritten in place, others kept in order. */
-	assert_int_equal(preload_entries(&r->env[1], entries, 8), 2);
-	assert_string_equal(entries[0], "/opt/liba.so");
-	assert_string_equal(entries[1], "libb.so");
-	assert_non_null(r->storage);
+	int at = -1;
+	for (size_t i = 0; i < r->n; i++)
+		if (bin_equal(&r->env[i], "TOOLRUN_NESTED=1", 16)) {
+			assert_int_equal(at, -1); /* at most once */
+			at = (int)i;
+		}
+	return at;
 }
 
-static void test_environment_removes_toolrun_library_from_space_separated_ld_preload(void **state)
-{
-	(void)state;
-	const ProtobufCBinaryData envp[] = {
-		BIN("LD_PRELOAD=liba.so libtoolrun.so  /x/libb.so libtoolrun.so:libc2.so"),
-	};
-	const struct env_result *r;
-	char entries[8][64];
-
-	r = environment(envp, 1);
-	assert_int_equal(r->n, 1);
-	assert_int_equal(preload_entries(&r->env[0], entries, 8), 3);
-	assert_string_equal(entries[0], "liba.so");
-	assert_string_equal(entries[1], "/x/libb.so");
-	assert_string_equal(entries[2], "libc2.so");
-}
-
-static void test_environment_drops_ld_preload_holding_only_toolrun_library(void **state)
+/* With the library in LD_PRELOAD (in any of ld.so's spellings), the
+ * program keeps it: the environment passes as it is, toolrun's variables
+ * included, and the marker that tells the library to hide them follows. */
+static void test_environment_with_library_keeps_everything_and_marks_it(void **state)
 {
 	(void)state;
 	static const ProtobufCBinaryData preloads[] = {
 		BIN("LD_PRELOAD=libtoolrun.so"),
-		BIN("LD_PRELOAD=/usr/lib/toolrun/libtoolrun.so"),
-		BIN("LD_PRELOAD=/a/libtoolrun.so:libtoolrun.so /b/libtoolrun.so"),
+		BIN("LD_PRELOAD=/opt/liba.so:/usr/lib/x86_64-linux-gnu/toolrun/libtoolrun.so:libb.so"),
+		BIN("LD_PRELOAD=liba.so libtoolrun.so  /x/libb.so"),
 		BIN("LD_PRELOAD= libtoolrun.so: "),
 	};
 	for (size_t i = 0; i < sizeof(preloads) / sizeof(preloads[0]); i++) {
-		const ProtobufCBinaryData envp[] = {BIN("A=1"), preloads[i], BIN("B=2")};
-		const struct env_result *r;
-		r = environment(envp, 3);
-		assert_int_equal(r->n, 2);
-		assert_null(find_ld_preload(r));
-		assert_true(bin_equal(&r->env[0], "A=1", 3));
-		assert_true(bin_equal(&r->env[1], "B=2", 3));
+		const ProtobufCBinaryData envp[] = {
+			BIN("TOOLRUN_CONFIG=/etc/x.conf"), BIN("A=1"), preloads[i],
+			BIN("TOOLRUN_AGENT_STDOUT=1:2"),
+		};
+		const struct env_result *r = environment(envp, 4);
+		assert_int_equal(r->n, 5);
+		for (size_t j = 0; j < 4; j++)
+			assert_ptr_equal(r->env[j].data, envp[j].data);
+		assert_int_equal(marker_at(r), 4);
 	}
 }
 
-static void test_environment_keeps_libraries_with_similar_names(void **state)
+static void test_environment_with_library_adds_the_marker_once(void **state)
+{
+	(void)state;
+	const ProtobufCBinaryData envp[] = {
+		BIN("LD_PRELOAD=/x/libtoolrun.so"), BIN("TOOLRUN_NESTED=1"), BIN("B=2"),
+	};
+	const struct env_result *r = environment(envp, 3);
+	assert_int_equal(r->n, 3);
+	assert_int_equal(marker_at(r), 1);
+}
+
+/* Without the library nothing would hide toolrun's variables from the
+ * program: they are dropped, and LD_PRELOAD is left as it was. */
+static void test_environment_without_library_drops_toolrun_variables_only(void **state)
+{
+	(void)state;
+	const ProtobufCBinaryData envp[] = {
+		BIN("TOOLRUN_CONFIG=/x"), BIN("LD_PRELOAD=/opt/liba.so"), BIN("TOOLRUN_NESTED=1"),
+		BIN("A=1"),
+	};
+	const struct env_result *r = environment(envp, 4);
+	assert_int_equal(r->n, 2);
+	assert_ptr_equal(r->env[0].data, envp[1].data);
+	assert_ptr_equal(r->env[1].data, envp[3].data);
+	assert_int_equal(marker_at(r), -1);
+}
+
+static void test_environment_libraries_with_similar_names_are_not_ours(void **state)
 {
 	(void)state;
 	const ProtobufCBinaryData envp[] = {
 		BIN("LD_PRELOAD=libtoolrun.so.1:libtoolrun.sox:/x/notlibtoolrun.so:"
 		    "libtoolrun.so/:libtoolrun"),
+		BIN("TOOLRUN_CONFIG=/x"),
 	};
-	const struct env_result *r;
-	char entries[8][64];
-
-	r = environment(envp, 1);
+	const struct env_result *r = environment(envp, 2);
 	assert_int_equal(r->n, 1);
-	assert_int_equal(preload_entries(&r->env[0], entries, 8), 5);
-	assert_string_equal(entries[0], "libtoolrun.so.1");
-	assert_string_equal(entries[1], "libtoolrun.sox");
-	assert_string_equal(entries[2], "/x/notlibtoolrun.so");
-	assert_string_equal(entries[3], "libtoolrun.so/");
-	assert_string_equal(entries[4], "libtoolrun");
+	assert_ptr_equal(r->env[0].data, envp[0].data);
+	assert_int_equal(marker_at(r), -1);
 }
 
 static void test_environment_keeps_unusual_entries_byte_for_byte(void **state)
@@ -760,45 +718,28 @@ static void test_environment_keeps_unusual_entries_byte_for_byte(void **state)
 		if (envp[i].len)
 			assert_memory_equal(r->env[i].data, envp[i].data, envp[i].len);
 	}
-	assert_null(r->storage);
 }
 
-static void test_environment_keeps_ld_preload_position(void **state)
+/* ld.so reads the last LD_PRELOAD of an environment: it decides. Every
+ * one is kept as it is. */
+static void test_environment_last_ld_preload_decides(void **state)
 {
 	(void)state;
-	const ProtobufCBinaryData envp[] = {
-		BIN("TOOLRUN_X=1"), BIN("A=1"), BIN("LD_PRELOAD=libtoolrun.so:liba.so"),
-		BIN("TOOLRUN_Y=1"), BIN("B=2"),
+	const ProtobufCBinaryData ours_then_other[] = {
+		BIN("LD_PRELOAD=libtoolrun.so"), BIN("TOOLRUN_X=1"), BIN("LD_PRELOAD=/opt/libb.so"),
 	};
-	const struct env_result *r;
-	char entries[4][64];
+	const struct env_result *r = environment(ours_then_other, 3);
+	assert_int_equal(r->n, 2);
+	assert_ptr_equal(r->env[0].data, ours_then_other[0].data);
+	assert_ptr_equal(r->env[1].data, ours_then_other[2].data);
+	assert_int_equal(marker_at(r), -1);
 
-	r = environment(envp, 5);
-	assert_int_equal(r->n, 3);
-	assert_true(bin_equal(&r->env[0], "A=1", 3));
-	assert_int_equal(preload_entries(&r->env[1], entries, 4), 1);
-	assert_string_equal(entries[0], "liba.so");
-	assert_true(bin_equal(&r->env[2], "B=2", 3));
-}
-
-/* ld.so uses the last LD_PRELOAD of the environment, so every one is
- * kept (less libtoolrun.so), as the program would see them directly. */
-static void test_environment_keeps_every_ld_preload_entry(void **state)
-{
-	(void)state;
-	const ProtobufCBinaryData envp[] = {
-		BIN("LD_PRELOAD=/opt/liba.so"), BIN("A=1"), BIN("LD_PRELOAD=/opt/libb.so"),
+	const ProtobufCBinaryData other_then_ours[] = {
+		BIN("LD_PRELOAD=/opt/libb.so"), BIN("TOOLRUN_X=1"), BIN("LD_PRELOAD=libtoolrun.so"),
 	};
-	const struct env_result *r;
-	char entries[4][64];
-
-	r = environment(envp, 3);
-	assert_int_equal(r->n, 3);
-	assert_int_equal(preload_entries(&r->env[0], entries, 4), 1);
-	assert_string_equal(entries[0], "/opt/liba.so");
-	assert_true(bin_equal(&r->env[1], "A=1", 3));
-	assert_int_equal(preload_entries(&r->env[2], entries, 4), 1);
-	assert_string_equal(entries[0], "/opt/libb.so");
+	r = environment(other_then_ours, 3);
+	assert_int_equal(r->n, 4);
+	assert_int_equal(marker_at(r), 3);
 }
 
 int main(void)
@@ -833,13 +774,12 @@ int main(void)
 		T(test_environment_of_empty_envp_is_empty),
 		T(test_environment_drops_toolrun_variables),
 		T(test_environment_keeps_variables_that_only_look_like_toolrun),
-		T(test_environment_removes_toolrun_library_from_colon_separated_ld_preload),
-		T(test_environment_removes_toolrun_library_from_space_separated_ld_preload),
-		T(test_environment_drops_ld_preload_holding_only_toolrun_library),
-		T(test_environment_keeps_libraries_with_similar_names),
+		T(test_environment_with_library_keeps_everything_and_marks_it),
+		T(test_environment_with_library_adds_the_marker_once),
+		T(test_environment_without_library_drops_toolrun_variables_only),
+		T(test_environment_libraries_with_similar_names_are_not_ours),
+		T(test_environment_last_ld_preload_decides),
 		T(test_environment_keeps_unusual_entries_byte_for_byte),
-		T(test_environment_keeps_ld_preload_position),
-		T(test_environment_keeps_every_ld_preload_entry),
 	};
 #undef T
 	return cmocka_run_group_tests_name("policy", tests, setup, teardown);
