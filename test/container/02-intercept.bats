@@ -38,6 +38,17 @@ ct_intercepted() {
 @test "02-intercept: uniq is intercepted" { ct_intercepted uniq 'uniq words.txt'; }
 @test "02-intercept: wc is intercepted" { ct_intercepted wc 'wc -l words.txt'; }
 
+@test "02-intercept: a tool started by a listed tool (find -exec cat) is intercepted too" {
+	local before
+	before=$(ct_job_count)
+	run --separate-stderr docker exec "$CT_BOX" bash -lc 'find . -name words.txt -exec cat {} \;'
+	[ "$status" -eq 0 ]
+	[ "$output" = $'alpha\nbeta\ngamma\nbeta' ]
+	ct_wait_job "$before" " uid=1000 tool=find pid=[0-9]+ exit=0 "
+	# cat writes into find's output, which is shaped once, for find.
+	ct_wait_job "$before" " uid=1000 tool=cat pid=[0-9]+ exit=0 .*stdout=direct"
+}
+
 @test "02-intercept: a tool by its full path, in a pipeline and in a subshell is intercepted" {
 	local before
 	before=$(ct_job_count)
