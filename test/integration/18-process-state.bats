@@ -7,7 +7,8 @@
 load helpers
 
 setup_file() {
-	tr_start
+	# more: a program made for a terminal (a second `tools` line adds).
+	tr_start "tools = more"
 	printf 'a\nb\n' >"$TR_DIR/ab"
 }
 
@@ -148,4 +149,48 @@ $(without_pids <<<"$stderr")"
 	head -c 65536 "$TR_DIR/cores/core" | grep -aq "$TOOLRUN_BUILD/test/progs/probe"
 	! head -c 65536 "$TR_DIR/cores/core" | grep -aq /usr/bin/bash
 	rm -rf "$TR_DIR/cores"
+}
+
+@test "18-state-kill-tree: a caller killed with SIGKILL takes the program and its children along" {
+	# find runs in the daemon; its child (sleep, not a tool) is find's own.
+	"$TR_BASH" "find $TR_DIR/ab -exec sh -c 'echo \$\$ >$TR_DIR/tree.pid; exec sleep 1000' \\;" &
+	client=$!
+	for i in $(seq 1 100); do [ -s "$TR_DIR/tree.pid" ] && break; sleep 0.05; done
+	child=$(cat "$TR_DIR/tree.pid")
+	find_pid=$(awk '{print $4}' "/proc/$child/stat") # the sleep's parent: find
+	[ "$(cat "/proc/$find_pid/comm")" = find ]
+	kill -KILL "$client"
+	wait "$client" || true
+	for i in $(seq 1 100); do
+		[ -d "/proc/$child" ] || [ -d "/proc/$find_pid" ] || break
+		sleep 0.02
+	done
+	[ ! -d "/proc/$child" ]
+	[ ! -d "/proc/$find_pid" ]
+	rm -f "$TR_DIR/tree.pid"
+}
+
+@test "18-state-terminal: a program run from a terminal has none of its own and never hangs" {
+	command -v script >/dev/null || skip "script(1) is not installed"
+	# script gives the shell a terminal on stdin, stdout and stderr.
+	run timeout 20 script -qec "'$TR_BASH' '$TR_PROBE tty; more $TR_DIR/ab'" /dev/null
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"no controlling terminal"* ]]
+	[[ "$output" == *a*b* ]]
+}
+
+@test "18-state-setuid: a setuid program ignores the preload, as ld.so requires" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to make a setuid file"
+	command -v setpriv >/dev/null || skip "setpriv is not installed"
+	dir=$(mktemp -d /tmp/trsuid.XXXXXX)
+	cp "$TOOLRUN_BUILD/test/progs/hookcall" "$dir/"
+	chmod 755 "$dir" "$TR_DIR" && chmod 4755 "$dir/hookcall"
+	n=$(tr_job_count)
+	run setpriv --reuid=65534 --regid=65534 --clear-groups env \
+		LD_PRELOAD="$TR_LIB" TOOLRUN_CONFIG="$TOOLRUN_CONFIG" \
+		"$dir/hookcall" execve /bin/cat "$TR_DIR/ab"
+	rm -rf "$dir"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'a\nb')" ]
+	[ "$(tr_job_count)" -eq "$n" ]
 }

@@ -13,8 +13,12 @@
  *   probe pid             print its pid, then sleep until killed
  *   probe bytes N         write N bytes of 'x' (in lines of 64) to stdout
  *   probe block N PROG ARGS...   block signal N, then execvp PROG
+ *   probe tty             open /dev/tty as an interactive program would and
+ *                         say whether there is a controlling terminal
  */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +90,12 @@ int main(int argc, char **argv)
 		execvp(argv[3], argv + 3);
 		perror("probe: execvp");
 		return 127;
+	} else if (!strcmp(cmd, "tty")) {
+		int fd = open("/dev/tty", O_RDWR);
+		if (fd < 0)
+			printf("no controlling terminal: %s\n", strerror(errno));
+		else
+			printf("controlling terminal: yes\n");
 	} else if (!strcmp(cmd, "bytes") && argc == 3) {
 		long n = atol(argv[2]);
 		for (long i = 0; i < n; i++)
