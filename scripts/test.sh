@@ -30,6 +30,5 @@ meson compile -C build-san || exit 1
 meson test -C build --print-errorlogs || failed=1
 meson test -C build-san --suite unit --suite integration --print-errorlogs || failed=1
 
-python3 scripts/test-summary.py build/meson-logs/testlog.junit.xml \
-	build-san/meson-logs/testlog.junit.xml || failed=1
+python3 scripts/test-summary.py build/meson-logs build-san/meson-logs || failed=1
 exit "$failed"

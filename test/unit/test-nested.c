@@ -3,6 +3,7 @@
  * program that toolrund runs, and handing them on to its children.
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,9 +28,21 @@ static int setup(void **state)
 	return 0;
 }
 
+static const char *const *given; /* what set_environ() was handed */
+
+/* nested_hide() rewrites LD_PRELOAD into a string of its own, which a
+ * process keeps for life; the tests swap environ, so they free it. */
 static int teardown(void **state)
 {
 	(void)state;
+	for (char **e = env_array; given && *e; e++) {
+		bool ours = false;
+		for (const char *const *g = given; *g; g++)
+			ours = ours || *e == *g;
+		if (!ours)
+			free(*e);
+	}
+	given = NULL;
 	environ = saved_environ;
 	return 0;
 }
@@ -42,6 +55,7 @@ static void set_environ(const char *const *vars)
 		env_array[i] = (char *)vars[i];
 	env_array[i] = NULL;
 	environ = env_array;
+	given = vars;
 }
 
 static size_t count(char **v)
