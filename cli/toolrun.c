@@ -150,7 +150,7 @@ static int run(struct config *cfg, char **argv)
 {
 	struct client_call call = {
 		.cfg = cfg,
-		.tool = -1,
+		.tool = config_find_tool(cfg, argv[0]),
 		.path = argv[0],
 		.argv = argv,
 		.envp = environ,

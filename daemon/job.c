@@ -570,6 +570,13 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 		sp.umask = req->state->umask;
 		sp.blocked_signals = req->state->blocked_signals & ~fixed;
 		sp.ignored_signals = req->state->ignored_signals & ~fixed;
+		sp.nice = req->state->nice;
+		sp.cpu_affinity = req->state->cpu_affinity;
+		sp.oom_score_adj = req->state->oom_score_adj;
+		sp.io_priority = req->state->io_priority;
+		sp.sched_policy = req->state->sched_policy;
+		sp.sched_priority = req->state->sched_priority;
+		sp.personality = req->state->personality;
 		sp.limits = limit_ptrs;
 		for (size_t i = 0; i < req->state->n_limits; i++) {
 			toolrun__launcher__limit__init(&limits[i]);

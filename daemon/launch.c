@@ -4,11 +4,15 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "sbuf.h"
 
 const char *launch_step_name(enum launch_step step)
 {
@@ -147,6 +151,31 @@ static int apply_limits(const struct launch_plan *p)
 	return 0;
 }
 
+/* Scheduling attributes the caller had. Each is best effort: one the
+ * launcher lacks the privilege for (a lower nice value, a real-time
+ * policy) leaves the program with the launcher's own. */
+static void apply_scheduling(const struct launch_plan *p)
+{
+	struct sched_param param = {.sched_priority = p->sched_priority};
+	char buf[16];
+	struct sbuf sb = SBUF_INIT(buf);
+
+	setpriority(PRIO_PROCESS, 0, p->nice);
+	if (p->cpu_affinity && p->cpu_affinity_len)
+		syscall(SYS_sched_setaffinity, 0, p->cpu_affinity_len, p->cpu_affinity);
+	sched_setscheduler(0, p->sched_policy, &param);
+	if (p->io_priority)
+		syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, p->io_priority);
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		sbuf_add_i64(&sb, p->oom_score_adj);
+		(void)write_all(fd, buf, sb.len);
+		close(fd);
+	}
+	/* Last: it may change how the next image is laid out. */
+	personality(p->personality);
+}
+
 /* Ignored signals, then the mask: both survive the exec. */
 static int apply_signals(const struct launch_plan *p)
 {
@@ -187,6 +216,7 @@ void launch_child(const struct launch_plan *plan, int status_fd)
 		fail(status_fd, LAUNCH_STEP_CWD);
 	if (plan->has_state) {
 		umask(plan->umask);
+		apply_scheduling(plan);
 		if (apply_limits(plan) < 0)
 			fail(status_fd, LAUNCH_STEP_LIMITS);
 		if (apply_signals(plan) < 0)

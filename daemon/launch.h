@@ -4,7 +4,8 @@
  * In the child of the launcher: default signal dispositions, a new
  * session (so the timeout can kill the whole group), death with the
  * launcher, the caller's fds at their numbers and nothing else, the
- * caller's working directory, umask, resource limits, ignored signals and
+ * caller's working directory, umask, resource limits, scheduling
+ * attributes (as far as the launcher may set them), ignored signals and
  * signal mask, then execve(). A failure is reported
  * to the launcher through a close-on-exec pipe as (step, errno).
  */
@@ -48,6 +49,15 @@ struct launch_plan {
 	uint64_t ignored_signals;
 	const struct launch_limit *limits;
 	unsigned nlimits;
+	/* Scheduling, applied as far as the launcher may (best effort). */
+	int nice;
+	const uint8_t *cpu_affinity; /* NULL: leave as it is */
+	size_t cpu_affinity_len;
+	int oom_score_adj;
+	unsigned io_priority;
+	int sched_policy;
+	int sched_priority;
+	unsigned long personality;
 };
 
 struct launch_limit {

@@ -145,6 +145,14 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 		.blocked_signals = s->blocked_signals,
 		.ignored_signals = s->ignored_signals,
 		.limits = limits,
+		.nice = s->nice,
+		.cpu_affinity = s->cpu_affinity.len ? s->cpu_affinity.data : NULL,
+		.cpu_affinity_len = s->cpu_affinity.len,
+		.oom_score_adj = s->oom_score_adj,
+		.io_priority = s->io_priority,
+		.sched_policy = (int)s->sched_policy,
+		.sched_priority = (int)s->sched_priority,
+		.personality = s->personality,
 	};
 	for (size_t i = 0; i < s->n_limits && nlimits < RLIM_NLIMITS; i++) {
 		if (s->limits[i]->resource >= RLIM_NLIMITS)

@@ -90,6 +90,12 @@ enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req
 			if (l->soft > l->hard)
 				return malformed(out, "state.limits has a soft limit above its hard limit");
 		}
+		if (st->nice < -20 || st->nice > 19)
+			return malformed(out, "state.nice is outside -20..19");
+		if (st->cpu_affinity.len > 1024)
+			return malformed(out, "state.cpu_affinity is longer than 1024 bytes");
+		if (st->oom_score_adj < -1000 || st->oom_score_adj > 1000)
+			return malformed(out, "state.oom_score_adj is outside -1000..1000");
 	}
 
 	char exe[PATH_MAX];
@@ -100,7 +106,11 @@ enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req
 		return POLICY_NOT_LISTED;
 
 	out->limits = config_tool_limits(cfg, out->tool);
-	bool always = cfg->truncate == TRUNCATE_ALWAYS;
+	/* A stream the client asks to be shaped has no fd of its own in the
+	 * request: it must get a pipe. `always` adds the others, where the
+	 * limits could cut something. */
+	bool always = cfg->truncate == TRUNCATE_ALWAYS &&
+		      (out->limits.max_bytes || out->limits.max_lines);
 	out->shape_stdout = req->shape_stdout || always;
 	out->shape_stderr = req->shape_stderr || always;
 	out->joined = req->stderr_joins_stdout;

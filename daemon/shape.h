@@ -8,7 +8,8 @@
  *      partial line counts);
  *   3. if S2 is shorter than S, a marker line follows:
  *        ...[truncated: N bytes, M lines omitted]
- *      with N = |S| - |S2| and M = lines(S) - lines(S2). When S2 does not
+ *      with N = |S| - |S2| and M = lines(S) - lines(S2) ("1 byte" and
+ *      "1 line" in the singular). When S2 does not
  *      end in '\n', a '\n' precedes the marker so that it is a line.
  *
  * The shaper streams: bytes are released as they arrive, except the last

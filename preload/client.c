@@ -3,9 +3,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -297,6 +299,54 @@ static uint64_t signal_bit(int sig)
 	return UINT64_C(1) << (sig - 1);
 }
 
+/* A small signed decimal from a /proc file, or fallback. */
+static int read_proc_int(const char *path, int fallback)
+{
+	char buf[32];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	close_fd(&fd);
+	if (n <= 0)
+		return fallback;
+	buf[n] = '\0';
+	int v = 0, sign = 1;
+	const char *p = buf;
+	if (*p == '-') {
+		sign = -1;
+		p++;
+	}
+	for (; *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (*p - '0');
+	return sign * v;
+}
+
+/* Scheduling attributes that survive exec. */
+static void capture_scheduling(Toolrun__ProcessState *st, uint8_t *affinity,
+			       size_t affinity_size)
+{
+	struct sched_param param = {0};
+
+	errno = 0;
+	int nice = getpriority(PRIO_PROCESS, 0);
+	st->nice = errno ? 0 : nice;
+	long n = syscall(SYS_sched_getaffinity, 0, affinity_size, affinity);
+	if (n > 0) {
+		st->cpu_affinity.data = affinity;
+		st->cpu_affinity.len = (size_t)n;
+	}
+	st->oom_score_adj = read_proc_int("/proc/self/oom_score_adj", 0);
+	long prio = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
+	st->io_priority = prio > 0 ? (uint32_t)prio : 0;
+	int policy = sched_getscheduler(0);
+	if (policy >= 0 && sched_getparam(0, &param) == 0) {
+		st->sched_policy = (uint32_t)policy;
+		st->sched_priority = (uint32_t)param.sched_priority;
+	}
+	int persona = personality(0xffffffff);
+	st->personality = persona > 0 ? (uint32_t)persona : 0;
+}
+
 /* What the program would inherit across exec, besides fds and cwd. */
 static void capture_state(struct client *cl, Toolrun__ProcessState *st,
 			  Toolrun__Limit *limits, Toolrun__Limit **limit_ptrs)
@@ -346,6 +396,7 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 	Toolrun__ProcessState state = TOOLRUN__PROCESS_STATE__INIT;
 	Toolrun__Limit limits[RLIM_NLIMITS];
 	Toolrun__Limit *limit_ptrs[RLIM_NLIMITS];
+	uint8_t affinity[sizeof(cpu_set_t)];
 
 	hello.protocol_version = TOOLRUN__VERSION__VERSION_CURRENT;
 	hello.software = (char *)call->software;
@@ -371,6 +422,7 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 	req.shape_stderr = cl->sink.shape_stderr;
 	req.stderr_joins_stdout = cl->sink.joined;
 	capture_state(cl, &state, limits, limit_ptrs);
+	capture_scheduling(&state, affinity, sizeof(affinity));
 	req.state = &state;
 	rmsg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST;
 	rmsg.request = &req;
@@ -698,7 +750,9 @@ void client_run(const struct client_call *call, struct client_result *res)
 		unreachable(&cl, -r, "cannot map memory", errno_text(r));
 		goto out;
 	}
-	sink_decide(call->cfg, call->envp, &cl.sink);
+	struct limits limits = call->tool >= 0 ? config_tool_limits(call->cfg, call->tool)
+					       : call->cfg->defaults;
+	sink_decide(call->cfg, &limits, call->envp, &cl.sink);
 	cl.cwd_fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (cl.cwd_fd < 0) {
 		unreachable(&cl, errno, "cannot open the working directory",
@@ -734,23 +788,26 @@ void client_run(const struct client_call *call, struct client_result *res)
 		goto out;
 	}
 
+	cl.reader = (struct frame_reader){
+		.max_payload = FRAME_MAX_SERVER_PAYLOAD,
+		.payload = cl.recv_buf,
+		.payload_cap = FRAME_MAX_SERVER_PAYLOAD,
+	};
 	/* Hello without fds, then the Request with its own. */
 	r = frame_send(cl.sock, frames, hello_len, NULL, 0);
 	if (r == 0)
 		r = frame_send(cl.sock, frames + hello_len, total - hello_len,
 			       cl.fds, cl.ntargets + 1);
 	if (r < 0) {
+		/* A daemon that refuses a peer says why, then closes: the
+		 * reason may be waiting, unread. */
+		if ((r == -EPIPE || r == -ECONNRESET) && read_frames(&cl))
+			goto out;
 		unreachable(&cl, -r, "cannot send the request to toolrund",
 			    errno_text(r));
 		goto out;
 	}
 	close_fd(&cl.cwd_fd);
-
-	cl.reader = (struct frame_reader){
-		.max_payload = FRAME_MAX_SERVER_PAYLOAD,
-		.payload = cl.recv_buf,
-		.payload_cap = FRAME_MAX_SERVER_PAYLOAD,
-	};
 	event_loop(&cl);
 out:
 	release(&cl);

@@ -58,8 +58,8 @@ static bool reaches_agent_by_kind(int fd, const struct stat *st)
 	return S_ISCHR(st->st_mode) && ioctl(fd, TCGETS, &t) == 0;
 }
 
-void sink_decide(const struct config *cfg, char *const envp[],
-		 struct sink_decision *out)
+void sink_decide(const struct config *cfg, const struct limits *limits,
+		 char *const envp[], struct sink_decision *out)
 {
 	static const char out_key[] = "TOOLRUN_AGENT_STDOUT=";
 	static const char err_key[] = "TOOLRUN_AGENT_STDERR=";
@@ -78,9 +78,10 @@ void sink_decide(const struct config *cfg, char *const envp[],
 	if (d_err)
 		parse_identity(d_err, &declared[1]);
 
+	bool unlimited = limits->max_bytes == 0 && limits->max_lines == 0;
 	bool shape[2];
 	for (int i = 0; i < 2; i++) {
-		if (!open_fd[i])
+		if (!open_fd[i] || unlimited)
 			shape[i] = false;
 		else if (cfg->truncate == TRUNCATE_ALWAYS)
 			shape[i] = true;

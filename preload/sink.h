@@ -6,6 +6,10 @@
  * agent-facing when it is one of those files. Without a declaration, a
  * pipe, a socket or a terminal counts. Regular files, /dev/null and other
  * devices never do.
+ *
+ * A stream is shaped only where its limits could cut something: with no
+ * byte and no line limit the program gets the caller's descriptor itself,
+ * exactly as run directly (a terminal stays a terminal).
  */
 #ifndef TOOLRUN_SINK_H
 #define TOOLRUN_SINK_H
@@ -21,7 +25,7 @@ struct sink_decision {
 	bool joined;
 };
 
-void sink_decide(const struct config *cfg, char *const envp[],
-		 struct sink_decision *out);
+void sink_decide(const struct config *cfg, const struct limits *limits,
+		 char *const envp[], struct sink_decision *out);
 
 #endif

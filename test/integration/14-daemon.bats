@@ -97,3 +97,16 @@ wait_gone() {
 	[ ! -e "$TR_DIR/s.sock" ]
 	tr_launch
 }
+
+@test "14-daemon-other-uid: a uid the daemon does not serve is told so in one line" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to switch uid"
+	command -v setpriv >/dev/null || skip "setpriv is not installed"
+	chmod 755 "$TR_DIR"
+	n=$(tr_job_count)
+	run --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env LD_PRELOAD="$TR_LIB" TOOLRUN_CONFIG="$TOOLRUN_CONFIG" bash -c 'cat /etc/hostname'
+	[ "$status" -eq 126 ]
+	[ "${stderr%%$'\n'*}" = "toolrun: toolrund refused the request: uid 65534 is not served by this toolrund (it serves uid 0)" ]
+	[ "$(tr_job_count)" -eq "$n" ]
+	grep -q 'uid 65534 is not served' "$TR_DIR/daemon.log"
+}
