@@ -475,13 +475,17 @@ static int take_signals(struct client *cl)
 		return -errno;
 	cl->signals_taken = true;
 
-	/* A signal the caller ignores stays ignored across exec, so the
-	 * program would never see it: do not forward it. (Blocked, it is
-	 * still queued, which is why this must be checked here.) */
+	/* Every signal goes on to the program, which ignores what the
+	 * caller ignored (the request carries that), exactly as it would run
+	 * directly. The job-control ones, which stop the client itself, are
+	 * taken only where the caller does not ignore them. */
 	sigemptyset(&fwd);
-	for (size_t i = 0; i < ARRAY_SIZE(forwarded_signals); i++)
-		if (!(cl->ignored & signal_bit(forwarded_signals[i])))
-			sigaddset(&fwd, forwarded_signals[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(forwarded_signals); i++) {
+		int sig = forwarded_signals[i];
+		bool stops = sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+		if (!(stops && (cl->ignored & signal_bit(sig))))
+			sigaddset(&fwd, sig);
+	}
 	cl->sigfd = signalfd(-1, &fwd, SFD_CLOEXEC | SFD_NONBLOCK);
 	return cl->sigfd < 0 ? -errno : 0;
 }

@@ -2,7 +2,7 @@
 # (lib.bash). See README.md in this directory.
 #
 #   ## a comment line (anywhere: a command cannot have a line starting "##")
-#   === ID [key=value ...] [KNOWN-DIFF: reason | LIMIT: reason]
+#   === ID [key=value ...] [KNOWN-DIFF: reason]
 #   command line(s), any bytes but NUL, any number of lines
 #   --- ref              (shaping corpus only: the reference command)
 #   --- log              (shaping corpus only: regexes for the job lines)
@@ -16,7 +16,6 @@
 #   ref, log       the "--- ref" and "--- log" sections, when present
 #   meta           the header's key=value words, one per line
 #   known          the KNOWN-DIFF reason, when present
-#   limit          the LIMIT reason, when present
 # and DIR/ids, the ids in corpus order. Fails on a malformed corpus
 # (duplicate or badly formed id, text before the first header, an entry
 # without a command).
@@ -54,10 +53,6 @@ corpus_split() {
 			*' KNOWN-DIFF:'*)
 				printf '%s\n' "${rest#* KNOWN-DIFF:}" | sed 's/^ *//' >"$dir/$id/known"
 				rest=${rest%% KNOWN-DIFF:*}
-				;;
-			*' LIMIT:'*)
-				printf '%s\n' "${rest#* LIMIT:}" | sed 's/^ *//' >"$dir/$id/limit"
-				rest=${rest%% LIMIT:*}
 				;;
 			esac
 			read -ra words <<<"$rest"

@@ -387,18 +387,8 @@ dt_check_via() {
 
 # dt_known ID VERDICT: a KNOWN-DIFF entry fails with its reason; if it
 # shows no difference any more, it fails too, so that the mark goes.
-# A LIMIT entry is a limit the README states: it passes while it differs,
-# and fails once it no longer does, so that the README is updated.
 dt_known() {
-	local id=$1 differs=$2 f=$DT_CASES/$1/known l=$DT_CASES/$1/limit
-	if [ -f "$l" ]; then
-		if [ "$differs" = yes ]; then
-			echo "# documented limit, as the README states: $(cat "$l")" >&3
-			return 0
-		fi
-		echo "marked LIMIT ($(cat "$l")) but no difference now: update the README and remove the mark"
-		return 1
-	fi
+	local id=$1 differs=$2 f=$DT_CASES/$1/known
 	if [ -f "$f" ]; then
 		if [ "$differs" = yes ]; then
 			echo "KNOWN-DIFF: $(cat "$f")"

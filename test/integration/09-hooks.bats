@@ -72,3 +72,40 @@ through() {
 	[ "$output" = hooked ]
 	jobs_since "$n" | grep -q ' tool=cat '
 }
+
+@test "09-hooks-path-empty-element: an empty PATH element is the current directory" {
+	mkdir -p "$TR_DIR/here"
+	cp /usr/bin/cat "$TR_DIR/here/cat"
+	n=$(tr_job_count)
+	run --separate-stderr tr_bash "cd $TR_DIR/here && PATH=/nonexistent: $TR_HOOKCALL execvp cat $TR_DIR/data"
+	[ "$status" -eq 0 ]
+	[ "$output" = hooked ]
+	jobs_since "$n" | grep -q ' tool=cat '
+}
+
+@test "09-hooks-script-without-shebang: execvp runs it with /bin/sh, execve fails with ENOEXEC" {
+	mkdir -p "$TR_DIR/scripts"
+	printf 'echo from-script "$@"\n' >"$TR_DIR/scripts/cat"
+	chmod +x "$TR_DIR/scripts/cat"
+	for fn in execvp execve; do
+		run --separate-stderr tr_bash "PATH=$TR_DIR/scripts:/usr/bin $TR_HOOKCALL $fn $([ $fn = execve ] && echo "$TR_DIR/scripts/")cat x"
+		via="$status|$output|$stderr"
+		run --separate-stderr plain_bash "PATH=$TR_DIR/scripts:/usr/bin $TR_HOOKCALL $fn $([ $fn = execve ] && echo "$TR_DIR/scripts/")cat x"
+		[ "$via" = "$status|$output|$stderr" ]
+	done
+	[ "$output" = "" ]
+	[[ "$stderr" == *ENOEXEC* ]]
+	run tr_bash "PATH=$TR_DIR/scripts:/usr/bin $TR_HOOKCALL execvp cat x"
+	[ "$output" = "from-script x" ]
+}
+
+@test "09-hooks-e2big: arguments past the kernel's limit fail with E2BIG, as directly" {
+	# 3 MiB: past ARG_MAX but within a frame; 12 MiB: past the frame too.
+	for bytes in 3145728 12582912; do
+		run --separate-stderr tr_bash "$TR_PROBE big-exec $bytes /bin/cat"
+		via=$output
+		run --separate-stderr plain_bash "$TR_PROBE big-exec $bytes /bin/cat"
+		[ "$output" = E2BIG ]
+		[ "$via" = E2BIG ]
+	done
+}

@@ -45,3 +45,18 @@ teardown_file() {
 	run --separate-stderr timeout 20 "$TR_BASH" "$TR_PROBE pid >$TR_DIR/pid & until [ -s $TR_DIR/pid ]; do sleep 0.02; done; kill -USR1 \$!; wait \$!; echo \$?; rm $TR_DIR/pid"
 	[ "$output" = 138 ]
 }
+
+# catch SIG: the program, waiting for SIG, gets it when the caller does.
+catch() {
+	local sig=$1 num
+	num=$(kill -l "$sig")
+	run --separate-stderr timeout 20 "$TR_BASH" "$TR_PROBE catch $num >$TR_DIR/out & until grep -q ready $TR_DIR/out 2>/dev/null; do sleep 0.02; done; kill -$sig \$!; wait \$!; cat $TR_DIR/out; rm $TR_DIR/out"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'ready\ncaught %d' "$num")" ]
+}
+
+@test "15-signals-winch: SIGWINCH reaches the program" { catch WINCH; }
+@test "15-signals-hup: SIGHUP reaches the program" { catch HUP; }
+@test "15-signals-quit: SIGQUIT reaches the program" { catch QUIT; }
+@test "15-signals-usr2: SIGUSR2 reaches the program" { catch USR2; }
+@test "15-signals-alrm: SIGALRM reaches the program" { catch ALRM; }

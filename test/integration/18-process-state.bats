@@ -7,8 +7,9 @@
 load helpers
 
 setup_file() {
-	# more: a program made for a terminal (a second `tools` line adds).
-	tr_start "tools = more"
+	# more: a program made for a terminal; diff for <(...) arguments (a
+	# second `tools` line adds to the first).
+	tr_start "tools = more diff"
 	printf 'a\nb\n' >"$TR_DIR/ab"
 }
 
@@ -193,4 +194,16 @@ $(without_pids <<<"$stderr")"
 	[ "$status" -eq 0 ]
 	[ "$output" = "$(printf 'a\nb')" ]
 	[ "$(tr_job_count)" -eq "$n" ]
+}
+
+@test "18-state-diff-procsub: diff <(cat a) <(cat b) with diff listed" {
+	printf 'a\nc\n' >"$TR_DIR/ac"
+	same "diff <(cat ab) <(cat ac); echo status=\$?"
+}
+
+@test "18-state-session: the program leads a session of its own (a stated limit)" {
+	run tr_bash "$TR_PROBE session"
+	[ "$output" = "session leader yes, group leader yes" ]
+	run plain_bash "$TR_PROBE session"
+	[[ "$output" == "session leader no, "* ]]
 }

@@ -15,6 +15,11 @@
  *   probe block N PROG ARGS...   block signal N, then execvp PROG
  *   probe tty             open /dev/tty as an interactive program would and
  *                         say whether there is a controlling terminal
+ *   probe catch N         print "ready", then wait for signal N and print
+ *                         "caught N"
+ *   probe big-exec BYTES PROG   execve PROG with BYTES of arguments (in
+ *                         strings of 100 KiB) and print the errno it fails with
+ *   probe session         say whether it leads its session and group
  */
 #include <dirent.h>
 #include <errno.h>
@@ -96,6 +101,34 @@ int main(int argc, char **argv)
 			printf("no controlling terminal: %s\n", strerror(errno));
 		else
 			printf("controlling terminal: yes\n");
+	} else if (!strcmp(cmd, "catch") && argc == 3) {
+		int sig = atoi(argv[2]);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		printf("ready\n");
+		fflush(stdout);
+		int got = 0;
+		sigwait(&set, &got);
+		printf("caught %d\n", got);
+	} else if (!strcmp(cmd, "big-exec") && argc == 4) {
+		size_t total = (size_t)atol(argv[2]), chunk = 100 * 1024;
+		size_t n = total / chunk + 2;
+		char **v = calloc(n + 1, sizeof(char *));
+		char *text = malloc(chunk + 1);
+		memset(text, 'x', chunk);
+		text[chunk] = '\0';
+		v[0] = argv[3];
+		for (size_t i = 1; i < n; i++)
+			v[i] = text;
+		extern char **environ;
+		execve(argv[3], v, environ);
+		printf("%s\n", strerrorname_np(errno));
+	} else if (!strcmp(cmd, "session")) {
+		pid_t pid = getpid();
+		printf("session leader %s, group leader %s\n",
+		       getsid(0) == pid ? "yes" : "no", getpgrp() == pid ? "yes" : "no");
 	} else if (!strcmp(cmd, "bytes") && argc == 3) {
 		long n = atol(argv[2]);
 		for (long i = 0; i < n; i++)
