@@ -60,3 +60,12 @@ catch() {
 @test "15-signals-quit: SIGQUIT reaches the program" { catch QUIT; }
 @test "15-signals-usr2: SIGUSR2 reaches the program" { catch USR2; }
 @test "15-signals-alrm: SIGALRM reaches the program" { catch ALRM; }
+
+@test "15-signals-ctrl-c: Ctrl-C at a terminal ends the program and its caller" {
+	command -v script >/dev/null || skip "script(1) is not installed"
+	# script(1) gives the command a terminal; ^C on it sends SIGINT to the
+	# foreground group, where the caller stands in for the program.
+	run timeout 20 bash -c "(sleep 1; printf '\\003') | script -qec \"'$TR_BASH' '$TR_PROBE pid'\" /dev/null"
+	[ "$status" -eq 130 ]
+	grep -q "tool=$TR_PROBE .*signal=INT" "$TR_DIR/daemon.log"
+}

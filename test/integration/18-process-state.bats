@@ -207,3 +207,30 @@ $(without_pids <<<"$stderr")"
 	run plain_bash "$TR_PROBE session"
 	[[ "$output" == "session leader no, "* ]]
 }
+
+# A root shell without the capabilities that bypass file permissions.
+uncapable() {
+	setpriv --bounding-set=-dac_override,-dac_read_search "$@"
+}
+
+@test "18-state-unreadable-cwd: a working directory the caller cannot read" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to drop capabilities"
+	command -v setpriv >/dev/null || skip "setpriv is not installed"
+	mkdir -p "$TR_DIR/u" && chmod 311 "$TR_DIR/u"
+	line="cd $TR_DIR/u && cat ../ab && grep -c a ../ab && pwd"
+	run --separate-stderr uncapable "$TR_BASH" "$line"
+	via="$status|$output|$stderr"
+	run --separate-stderr uncapable "$PLAIN_BASH" "$line"
+	[ "$via" = "$status|$output|$stderr" ]
+	[ "${lines[3]}" = "$TR_DIR/u" ]
+}
+
+@test "18-state-credentials: the program has the daemon's capabilities (a stated limit)" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to drop capabilities"
+	command -v setpriv >/dev/null || skip "setpriv is not installed"
+	mkdir -p "$TR_DIR/u" && chmod 311 "$TR_DIR/u"
+	run uncapable "$TR_BASH" "cd $TR_DIR/u && ls >/dev/null 2>&1; echo \$?"
+	[ "$output" = 0 ]
+	run uncapable "$PLAIN_BASH" "cd $TR_DIR/u && ls >/dev/null 2>&1; echo \$?"
+	[ "$output" = 2 ]
+}
