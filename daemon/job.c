@@ -561,30 +561,14 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 
 	Toolrun__Launcher__Spawn sp = TOOLRUN__LAUNCHER__SPAWN__INIT;
 	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
-	Toolrun__Launcher__Limit limits[RLIM_NLIMITS];
-	Toolrun__Launcher__Limit *limit_ptrs[RLIM_NLIMITS];
+	Toolrun__ProcessState state;
 	if (req->state) {
 		/* SIGKILL and SIGSTOP can be neither blocked nor ignored. */
 		uint64_t fixed = (UINT64_C(1) << (SIGKILL - 1)) | (UINT64_C(1) << (SIGSTOP - 1));
-		sp.has_state = true;
-		sp.umask = req->state->umask;
-		sp.blocked_signals = req->state->blocked_signals & ~fixed;
-		sp.ignored_signals = req->state->ignored_signals & ~fixed;
-		sp.nice = req->state->nice;
-		sp.cpu_affinity = req->state->cpu_affinity;
-		sp.oom_score_adj = req->state->oom_score_adj;
-		sp.io_priority = req->state->io_priority;
-		sp.sched_policy = req->state->sched_policy;
-		sp.sched_priority = req->state->sched_priority;
-		sp.personality = req->state->personality;
-		sp.limits = limit_ptrs;
-		for (size_t i = 0; i < req->state->n_limits; i++) {
-			toolrun__launcher__limit__init(&limits[i]);
-			limits[i].resource = req->state->limits[i]->resource;
-			limits[i].soft = req->state->limits[i]->soft;
-			limits[i].hard = req->state->limits[i]->hard;
-			limit_ptrs[sp.n_limits++] = &limits[i];
-		}
+		state = *req->state;
+		state.blocked_signals &= ~fixed;
+		state.ignored_signals &= ~fixed;
+		sp.state = &state;
 	}
 	sp.job = j->id;
 	sp.executable = req->executable;

@@ -140,28 +140,31 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 		.ntargets = (unsigned)s->n_fds,
 		.scratch = scratch,
 		.launcher = L->self,
-		.has_state = s->has_state,
-		.umask = (mode_t)(s->umask & 0777),
-		.blocked_signals = s->blocked_signals,
-		.ignored_signals = s->ignored_signals,
+		.has_state = s->state != NULL,
 		.limits = limits,
-		.nice = s->nice,
-		.cpu_affinity = s->cpu_affinity.len ? s->cpu_affinity.data : NULL,
-		.cpu_affinity_len = s->cpu_affinity.len,
-		.oom_score_adj = s->oom_score_adj,
-		.io_priority = s->io_priority,
-		.sched_policy = (int)s->sched_policy,
-		.sched_priority = (int)s->sched_priority,
-		.personality = s->personality,
 	};
-	for (size_t i = 0; i < s->n_limits && nlimits < RLIM_NLIMITS; i++) {
-		if (s->limits[i]->resource >= RLIM_NLIMITS)
-			fatal("order with an unknown resource limit", EPROTO);
-		limits[nlimits++] = (struct launch_limit){
-			.resource = (int)s->limits[i]->resource,
-			.soft = s->limits[i]->soft,
-			.hard = s->limits[i]->hard,
-		};
+	if (s->state) {
+		const Toolrun__ProcessState *st = s->state;
+		plan.umask = (mode_t)(st->umask & 0777);
+		plan.blocked_signals = st->blocked_signals;
+		plan.ignored_signals = st->ignored_signals;
+		plan.nice = st->nice;
+		plan.cpu_affinity = st->cpu_affinity.len ? st->cpu_affinity.data : NULL;
+		plan.cpu_affinity_len = st->cpu_affinity.len;
+		plan.oom_score_adj = st->oom_score_adj;
+		plan.io_priority = st->io_priority;
+		plan.sched_policy = (int)st->sched_policy;
+		plan.sched_priority = (int)st->sched_priority;
+		plan.personality = st->personality;
+		for (size_t i = 0; i < st->n_limits && nlimits < RLIM_NLIMITS; i++) {
+			if (st->limits[i]->resource >= RLIM_NLIMITS)
+				fatal("order with an unknown resource limit", EPROTO);
+			limits[nlimits++] = (struct launch_limit){
+				.resource = (int)st->limits[i]->resource,
+				.soft = st->limits[i]->soft,
+				.hard = st->limits[i]->hard,
+			};
+		}
 	}
 	plan.nlimits = nlimits;
 	pid = fork();
