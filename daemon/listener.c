@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "policy.h"
 #include "outq.h"
 #include "reply.h"
 #include "util.h"
@@ -142,23 +143,6 @@ static void send_pong(struct conn *c)
 	conn_close_after_flush(c);
 }
 
-/* Strict decoding: fields this version does not know are refused, since
- * the version handshake says which fields exist. */
-static bool has_unknown_fields(const Toolrun__ClientMessage *m)
-{
-	const ProtobufCMessage *inner = NULL;
-
-	switch (m->msg_case) {
-	case TOOLRUN__CLIENT_MESSAGE__MSG_HELLO: inner = &m->hello->base; break;
-	case TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST: inner = &m->request->base; break;
-	case TOOLRUN__CLIENT_MESSAGE__MSG_SIGNAL: inner = &m->signal->base; break;
-	case TOOLRUN__CLIENT_MESSAGE__MSG_PING: inner = &m->ping->base; break;
-	case TOOLRUN__CLIENT_MESSAGE__MSG__NOT_SET:
-	default: break;
-	}
-	return m->base.n_unknown_fields || (inner && inner->n_unknown_fields);
-}
-
 static void conn_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m)
 {
 	if (m->msg_case != TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST && c->reader.nfds) {
@@ -253,15 +237,11 @@ static void conn_read(struct conn *c)
 			conn_drop(c);
 			return;
 		}
-		Toolrun__ClientMessage *m = toolrun__client_message__unpack(
-			NULL, c->reader.h.length, c->reader.payload);
-		if (!m || m->msg_case == TOOLRUN__CLIENT_MESSAGE__MSG__NOT_SET ||
-		    has_unknown_fields(m)) {
-			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE,
-				    m ? "message of an unknown type or with unknown fields"
-				      : "payload is not a ClientMessage");
-			if (m)
-				toolrun__client_message__free_unpacked(m, NULL);
+		char why[128];
+		Toolrun__ClientMessage *m = policy_decode(c->reader.payload,
+							  c->reader.h.length, why, sizeof(why));
+		if (!m) {
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE, "%s", why);
 			frame_reader_next(&c->reader);
 			return;
 		}

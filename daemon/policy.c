@@ -27,6 +27,50 @@ static enum policy_verdict nul_inside(struct policy_decision *out,
 	return POLICY_MALFORMED;
 }
 
+/* Strict decoding: fields this version does not know are refused, since
+ * the version handshake says which fields exist. */
+static bool has_unknown_fields(const Toolrun__ClientMessage *m)
+{
+	const ProtobufCMessage *inner = NULL;
+
+	switch (m->msg_case) {
+	case TOOLRUN__CLIENT_MESSAGE__MSG_HELLO: inner = &m->hello->base; break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST: inner = &m->request->base; break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG_SIGNAL: inner = &m->signal->base; break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG_PING: inner = &m->ping->base; break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG__NOT_SET:
+	default: break;
+	}
+	if (m->base.n_unknown_fields || (inner && inner->n_unknown_fields))
+		return true;
+	if (m->msg_case == TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST && m->request->state) {
+		const Toolrun__ProcessState *st = m->request->state;
+		if (st->base.n_unknown_fields)
+			return true;
+		for (size_t i = 0; i < st->n_limits; i++)
+			if (st->limits[i]->base.n_unknown_fields)
+				return true;
+	}
+	return false;
+}
+
+Toolrun__ClientMessage *policy_decode(const uint8_t *payload, size_t len,
+				      char *err, size_t errlen)
+{
+	Toolrun__ClientMessage *m = toolrun__client_message__unpack(NULL, len, payload);
+
+	if (!m) {
+		snprintf(err, errlen, "payload is not a ClientMessage");
+		return NULL;
+	}
+	if (m->msg_case == TOOLRUN__CLIENT_MESSAGE__MSG__NOT_SET || has_unknown_fields(m)) {
+		snprintf(err, errlen, "message of an unknown type or with unknown fields");
+		toolrun__client_message__free_unpacked(m, NULL);
+		return NULL;
+	}
+	return m;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "toolrun.pb-c.h"
@@ -33,6 +34,15 @@ struct policy_decision {
 	bool joined;
 	char error[256]; /* with POLICY_MALFORMED: what was wrong */
 };
+
+/*
+ * Decode one client payload strictly: a ClientMessage with one message
+ * set and no field this version does not know. Returns the message (free
+ * it with toolrun__client_message__free_unpacked(m, NULL)) or NULL with
+ * a one-line reason in err.
+ */
+Toolrun__ClientMessage *policy_decode(const uint8_t *payload, size_t len,
+				      char *err, size_t errlen);
 
 /* nfds: fds attached to the frame; cwd_fd: the first of them. */
 enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req,
