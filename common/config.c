@@ -34,8 +34,30 @@ const char config_default_path[] = TOOLRUN_SYSCONFDIR "/toolrun/toolrun.conf";
 struct parse_state {
 	struct config *cfg;
 	bool failed;
-	bool seen[8]; /* scalar keys of the global section already set */
+	bool seen[24]; /* scalar keys of the global section already set */
 };
+
+/* The resource-limit keys, by enum policy_rlimit. */
+static const char *const rlimit_keys[POLICY_RLIMIT_COUNT] = {
+	[POLICY_RLIMIT_AS] = "rlimit_as",
+	[POLICY_RLIMIT_NPROC] = "rlimit_nproc",
+	[POLICY_RLIMIT_FSIZE] = "rlimit_fsize",
+	[POLICY_RLIMIT_NOFILE] = "rlimit_nofile",
+	[POLICY_RLIMIT_CPU] = "rlimit_cpu",
+};
+
+/* Safe defaults: enough for the tools an agent runs on big inputs, not
+ * enough for a bomb to take the machine down. */
+static const uint64_t rlimit_defaults[POLICY_RLIMIT_COUNT] = {
+	[POLICY_RLIMIT_AS] = UINT64_C(8) << 30,
+	[POLICY_RLIMIT_NPROC] = 1024,
+	[POLICY_RLIMIT_FSIZE] = UINT64_C(8) << 30,
+	[POLICY_RLIMIT_NOFILE] = 4096,
+	[POLICY_RLIMIT_CPU] = 600,
+};
+
+/* Variables no tool sees unless the config says otherwise. */
+static const char env_deny_default[] = "*TOKEN* *SECRET* *KEY*";
 
 static void copy_str(char *dst, size_t cap, const char *src)
 {
@@ -62,6 +84,19 @@ static int fail(struct parse_state *st, const char *a, const char *b,
 	return 0;
 }
 
+/* Keep text in the pool; returns its offset, or false when full. */
+static bool pool_add(struct config *cfg, const char *text, size_t len,
+		     uint32_t *off)
+{
+	if (cfg->pool_len + len + 1 > sizeof(cfg->pool))
+		return false;
+	*off = (uint32_t)cfg->pool_len;
+	memcpy(cfg->pool + cfg->pool_len, text, len);
+	cfg->pool[cfg->pool_len + len] = '\0';
+	cfg->pool_len += len + 1;
+	return true;
+}
+
 void config_init(struct config *cfg, const char *file)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -70,8 +105,19 @@ void config_init(struct config *cfg, const char *file)
 	cfg->defaults.max_bytes = 4000;
 	cfg->defaults.max_lines = 200;
 	cfg->defaults.timeout_s = 30;
+	for (int r = 0; r < POLICY_RLIMIT_COUNT; r++)
+		cfg->defaults.rlimit[r] = rlimit_defaults[r];
+	cfg->defaults.network = NETWORK_DENY;
+	cfg->defaults.env_deny_len = sizeof(env_deny_default) - 1;
+	pool_add(cfg, env_deny_default, sizeof(env_deny_default) - 1,
+		 &cfg->defaults.env_deny);
 	cfg->truncate = TRUNCATE_SINK;
 	cfg->fallback = FALLBACK_FAIL;
+}
+
+const char *config_text(const struct config *cfg, uint32_t off)
+{
+	return cfg->pool + off;
 }
 
 /* Parse a decimal number in [0, max]. */
@@ -95,7 +141,39 @@ static bool parse_uint(const char *s, uint64_t max, uint64_t *out)
 
 static const char *pool_str(const struct config *cfg, uint32_t off)
 {
-	return cfg->pool + off;
+	return config_text(cfg, off);
+}
+
+/* A size or count: digits with an optional K, M, G or T (powers of 1024),
+ * or "unlimited". */
+static bool parse_amount(const char *s, uint64_t *out)
+{
+	if (strcmp(s, "unlimited") == 0) {
+		*out = POLICY_UNLIMITED;
+		return true;
+	}
+	size_t len = strlen(s);
+	unsigned shift = 0;
+	char digits[24];
+	if (len > 0 && len < sizeof(digits)) {
+		switch (s[len - 1]) {
+		case 'K': case 'k': shift = 10; break;
+		case 'M': case 'm': shift = 20; break;
+		case 'G': case 'g': shift = 30; break;
+		case 'T': case 't': shift = 40; break;
+		default: break;
+		}
+	}
+	if (len == 0 || len >= sizeof(digits))
+		return false;
+	memcpy(digits, s, len + 1);
+	if (shift)
+		digits[len - 1] = '\0';
+	uint64_t v;
+	if (!parse_uint(digits, UINT64_C(1) << 50, &v))
+		return false;
+	*out = v << shift;
+	return true;
 }
 
 static int find_by_name(const struct config *cfg, const char *name, size_t len)
@@ -112,6 +190,7 @@ static int find_by_name(const struct config *cfg, const char *name, size_t len)
 static int add_tool(struct parse_state *st, const char *name, size_t len)
 {
 	struct config *cfg = st->cfg;
+	uint32_t off;
 	char shown[300];
 	struct sbuf sb = SBUF_INIT(shown);
 	sbuf_addn(&sb, name, len);
@@ -126,17 +205,14 @@ static int add_tool(struct parse_state *st, const char *name, size_t len)
 		return fail(st, "tool '", shown, "' is listed twice");
 	if (cfg->ntools == CONFIG_MAX_TOOLS)
 		return fail(st, "too many tools (the limit is 128)", NULL, NULL);
-	if (cfg->pool_len + len + 1 > sizeof(cfg->pool))
+	if (!pool_add(cfg, name, len, &off))
 		return fail(st, "tool names too long in total", NULL, NULL);
 
 	struct tool *t = &cfg->tools[cfg->ntools++];
 	memset(t, 0, sizeof(*t));
-	t->name = (uint32_t)cfg->pool_len;
+	t->name = off;
 	t->name_len = (uint16_t)len;
 	t->is_path = is_path;
-	memcpy(cfg->pool + cfg->pool_len, name, len);
-	cfg->pool[cfg->pool_len + len] = '\0';
-	cfg->pool_len += len + 1;
 	if (is_path)
 		cfg->has_path_tools = true;
 	return 1;
@@ -162,11 +238,54 @@ static int parse_tools(struct parse_state *st, const char *value)
 	return 1;
 }
 
+/* An environment pattern list: fnmatch patterns separated by spaces. */
+static int parse_patterns(struct parse_state *st, const char *name,
+			  const char *value, uint32_t *off, uint32_t *len)
+{
+	for (const char *p = value; *p; p++)
+		if (*p == '=')
+			return fail(st, name, " takes variable name patterns, not '=': ", value);
+	*len = (uint32_t)strlen(value);
+	if (!pool_add(st->cfg, value, *len, off))
+		return fail(st, "text too long in total (", name, ")");
+	return 1;
+}
+
 /* A limit key valid both globally and in [tool.NAME]. */
 static int parse_limit(struct parse_state *st, const char *name,
-		       const char *value, struct limits *lim, uint8_t *set)
+		       const char *value, struct limits *lim, uint16_t *set)
 {
 	uint64_t v;
+
+	for (int r = 0; r < POLICY_RLIMIT_COUNT; r++) {
+		if (strcmp(name, rlimit_keys[r]) != 0)
+			continue;
+		if (!parse_amount(value, &v))
+			return fail(st, name,
+				    " must be a number (with K, M, G or T) or 'unlimited', not '",
+				    value);
+		lim->rlimit[r] = v;
+		*set |= (uint16_t)(LIMIT_SET_RLIMIT << r);
+		return 1;
+	}
+	if (strcmp(name, "network") == 0) {
+		if (strcmp(value, "deny") == 0)
+			lim->network = NETWORK_DENY;
+		else if (strcmp(value, "allow") == 0)
+			lim->network = NETWORK_ALLOW;
+		else
+			return fail(st, "network must be 'deny' or 'allow', not '", value, "'");
+		*set |= LIMIT_SET_NETWORK;
+		return 1;
+	}
+	if (strcmp(name, "env_allow") == 0) {
+		*set |= LIMIT_SET_ENV_ALLOW;
+		return parse_patterns(st, name, value, &lim->env_allow, &lim->env_allow_len);
+	}
+	if (strcmp(name, "env_deny") == 0) {
+		*set |= LIMIT_SET_ENV_DENY;
+		return parse_patterns(st, name, value, &lim->env_deny, &lim->env_deny_len);
+	}
 
 	if (strcmp(name, "max_bytes") == 0) {
 		if (!parse_uint(value, BYTES_MAX, &v))
@@ -195,6 +314,8 @@ static int parse_limit(struct parse_state *st, const char *name,
 /* Keys that may appear once in the global section. */
 static const char *const scalar_keys[] = {
 	"socket", "max_bytes", "max_lines", "timeout", "truncate", "fallback",
+	"user", "allow_uids", "network", "env_allow", "env_deny",
+	"rlimit_as", "rlimit_nproc", "rlimit_fsize", "rlimit_nofile", "rlimit_cpu",
 };
 
 static int handle_global(struct parse_state *st, const char *name,
@@ -213,7 +334,7 @@ static int handle_global(struct parse_state *st, const char *name,
 		st->seen[i] = true;
 	}
 
-	uint8_t set = 0;
+	uint16_t set = 0;
 	int r = parse_limit(st, name, value, &cfg->defaults, &set);
 	if (r >= 0)
 		return r;
@@ -235,6 +356,15 @@ static int handle_global(struct parse_state *st, const char *name,
 		else
 			return fail(st, "truncate must be 'sink' or 'always', not '",
 				    value, "'");
+	} else if (strcmp(name, "user") == 0) {
+		if (value[0] == '\0' || strlen(value) >= sizeof(cfg->user) ||
+		    strpbrk(value, " \t:/"))
+			return fail(st, "user must be a user name or number, not '", value, "'");
+		copy_str(cfg->user, sizeof(cfg->user), value);
+	} else if (strcmp(name, "allow_uids") == 0) {
+		cfg->allow_uids_len = (uint32_t)strlen(value);
+		if (!pool_add(cfg, value, cfg->allow_uids_len, &cfg->allow_uids))
+			return fail(st, "text too long in total (allow_uids)", NULL, NULL);
 	} else if (strcmp(name, "fallback") == 0) {
 		if (strcmp(value, "fail") == 0)
 			cfg->fallback = FALLBACK_FAIL;
@@ -259,7 +389,7 @@ static int handle_tool(struct parse_state *st, const char *section,
 			    "] names a tool that the 'tools' key does not list");
 
 	struct tool *t = &st->cfg->tools[idx];
-	uint8_t before = t->set, set = 0;
+	uint16_t before = t->set, set = 0;
 	int r = parse_limit(st, name, value, &t->own, &set);
 	if (r < 0) {
 		char where[CONFIG_PATH_MAX + 8];
@@ -498,5 +628,18 @@ struct limits config_tool_limits(const struct config *cfg, int tool)
 		lim.max_lines = t->own.max_lines;
 	if (t->set & LIMIT_SET_TIMEOUT)
 		lim.timeout_s = t->own.timeout_s;
+	for (int r = 0; r < POLICY_RLIMIT_COUNT; r++)
+		if (t->set & (LIMIT_SET_RLIMIT << r))
+			lim.rlimit[r] = t->own.rlimit[r];
+	if (t->set & LIMIT_SET_NETWORK)
+		lim.network = t->own.network;
+	if (t->set & LIMIT_SET_ENV_ALLOW) {
+		lim.env_allow = t->own.env_allow;
+		lim.env_allow_len = t->own.env_allow_len;
+	}
+	if (t->set & LIMIT_SET_ENV_DENY) {
+		lim.env_deny = t->own.env_deny;
+		lim.env_deny_len = t->own.env_deny_len;
+	}
 	return lim;
 }

@@ -31,24 +31,54 @@ enum fallback_mode {
 	FALLBACK_DIRECT, /* daemon unreachable: run the program locally */
 };
 
-/* Output and time limits. Zero means "no limit". */
+/* Resource limits a tool runs under (setrlimit), by key. */
+enum policy_rlimit {
+	POLICY_RLIMIT_AS,     /* rlimit_as: bytes of address space */
+	POLICY_RLIMIT_NPROC,  /* rlimit_nproc: processes of the user */
+	POLICY_RLIMIT_FSIZE,  /* rlimit_fsize: bytes of a file written */
+	POLICY_RLIMIT_NOFILE, /* rlimit_nofile: open descriptors */
+	POLICY_RLIMIT_CPU,    /* rlimit_cpu: seconds of CPU */
+	POLICY_RLIMIT_COUNT,
+};
+
+/* "unlimited" */
+#define POLICY_UNLIMITED UINT64_MAX
+
+enum network_policy {
+	NETWORK_DENY,  /* socket() for anything but AF_UNIX fails with EACCES */
+	NETWORK_ALLOW,
+};
+
+/* What a tool runs under: output and time limits (zero: none), resource
+ * limits, network access and which environment variables it sees. */
 struct limits {
 	uint64_t max_bytes;
 	uint64_t max_lines;
 	uint32_t timeout_s;
+	uint64_t rlimit[POLICY_RLIMIT_COUNT];
+	enum network_policy network;
+	/* Name patterns (fnmatch, separated by spaces), in the pool. With an
+	 * allow list, only matching variables pass; the deny list drops
+	 * matching ones. len 0: no list. */
+	uint32_t env_allow, env_allow_len;
+	uint32_t env_deny, env_deny_len;
 };
 
 enum {
 	LIMIT_SET_MAX_BYTES = 1 << 0,
 	LIMIT_SET_MAX_LINES = 1 << 1,
 	LIMIT_SET_TIMEOUT = 1 << 2,
+	LIMIT_SET_RLIMIT = 1 << 3, /* << POLICY_RLIMIT_*: one bit each */
+	LIMIT_SET_NETWORK = 1 << 8,
+	LIMIT_SET_ENV_ALLOW = 1 << 9,
+	LIMIT_SET_ENV_DENY = 1 << 10,
 };
 
 struct tool {
 	uint32_t name;     /* offset of the NUL-terminated name in the pool */
 	uint16_t name_len;
 	bool is_path;      /* an absolute path rather than a program name */
-	uint8_t set;       /* LIMIT_SET_* given in [tool.NAME] */
+	uint16_t set;      /* LIMIT_SET_* given in [tool.NAME] */
 	struct limits own; /* the overrides named by `set` */
 	/* For a path entry: the file's identity, looked up on first use, so
 	 * that /bin/cat and /usr/bin/cat are one tool. */
@@ -60,6 +90,10 @@ struct tool {
 struct config {
 	char file[CONFIG_PATH_MAX]; /* where it was read from, for messages */
 	char socket[CONFIG_SOCKET_MAX];
+	/* The user toolrund runs as when started as root ("" : stay). */
+	char user[64];
+	/* The peers served, as names or numbers ("": the daemon's own uid). */
+	uint32_t allow_uids, allow_uids_len; /* in the pool */
 	struct limits defaults;
 	enum truncate_mode truncate;
 	enum fallback_mode fallback;
@@ -98,5 +132,8 @@ const char *config_tool_name(const struct config *cfg, int tool);
 
 /* The limits in force for a tool: its overrides over the defaults. */
 struct limits config_tool_limits(const struct config *cfg, int tool);
+
+/* The text of a pool string (offset, length) as a NUL-terminated string. */
+const char *config_text(const struct config *cfg, uint32_t off);
 
 #endif

@@ -418,6 +418,40 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+/* The resource behind each of the config's rlimit keys. */
+static const int policy_resources[POLICY_RLIMIT_COUNT] = {
+	[POLICY_RLIMIT_AS] = RLIMIT_AS,
+	[POLICY_RLIMIT_NPROC] = RLIMIT_NPROC,
+	[POLICY_RLIMIT_FSIZE] = RLIMIT_FSIZE,
+	[POLICY_RLIMIT_NOFILE] = RLIMIT_NOFILE,
+	[POLICY_RLIMIT_CPU] = RLIMIT_CPU,
+};
+
+/* Lower the state's limits to the tool's; add those the caller did not
+ * report. limits has room for every resource once more. */
+static void apply_policy_limits(Toolrun__ProcessState *st, Toolrun__Limit *limits,
+				const struct limits *policy)
+{
+	for (int r = 0; r < POLICY_RLIMIT_COUNT; r++) {
+		uint64_t cap = policy->rlimit[r];
+		if (cap == POLICY_UNLIMITED)
+			continue;
+		Toolrun__Limit *l = NULL;
+		for (size_t i = 0; i < st->n_limits; i++)
+			if (st->limits[i]->resource == (uint32_t)policy_resources[r])
+				l = st->limits[i];
+		if (!l) {
+			l = &limits[st->n_limits];
+			toolrun__limit__init(l);
+			l->resource = (uint32_t)policy_resources[r];
+			l->soft = l->hard = POLICY_UNLIMITED;
+			st->limits[st->n_limits++] = l;
+		}
+		l->hard = MIN(l->hard, cap);
+		l->soft = MIN(l->soft, l->hard);
+	}
+}
+
 /* Make a pipe for a shaped stream: the read end stays here, the write
  * end goes to the program. */
 static int open_stream(struct job *j, int i, Toolrun__Stream stream, int *write_end)
@@ -546,7 +580,7 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 
 	ProtobufCBinaryData *env = NULL;
 	size_t nenv = 0;
-	if (!failure[0] && policy_environment(req, &env, &nenv) < 0)
+	if (!failure[0] && policy_environment(req, L->cfg, &d.limits, &env, &nenv) < 0)
 		snprintf(failure, sizeof(failure), "toolrund is out of memory");
 
 	if (failure[0]) {
@@ -561,15 +595,30 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 
 	Toolrun__Launcher__Spawn sp = TOOLRUN__LAUNCHER__SPAWN__INIT;
 	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
-	Toolrun__ProcessState state;
+	/* The caller's state, with the tool's resource limits as ceilings:
+	 * the program gets the lower of the two. */
+	Toolrun__ProcessState state = TOOLRUN__PROCESS_STATE__INIT;
+	Toolrun__Limit limits[RLIM_NLIMITS + POLICY_RLIMIT_COUNT];
+	Toolrun__Limit *limit_ptrs[RLIM_NLIMITS + POLICY_RLIMIT_COUNT];
 	if (req->state) {
 		/* SIGKILL and SIGSTOP can be neither blocked nor ignored. */
 		uint64_t fixed = (UINT64_C(1) << (SIGKILL - 1)) | (UINT64_C(1) << (SIGSTOP - 1));
 		state = *req->state;
 		state.blocked_signals &= ~fixed;
 		state.ignored_signals &= ~fixed;
-		sp.state = &state;
+	} else {
+		state.umask = 022;
 	}
+	state.n_limits = 0;
+	state.limits = limit_ptrs;
+	for (size_t i = 0; req->state && i < req->state->n_limits; i++) {
+		limits[state.n_limits] = *req->state->limits[i];
+		limit_ptrs[state.n_limits] = &limits[state.n_limits];
+		state.n_limits++;
+	}
+	apply_policy_limits(&state, limits, &d.limits);
+	sp.state = &state;
+	sp.network = d.limits.network == NETWORK_ALLOW;
 	sp.job = j->id;
 	sp.executable = req->executable;
 	sp.n_argv = req->n_argv;

@@ -24,6 +24,7 @@ const char *launch_step_name(enum launch_step step)
 	case LAUNCH_STEP_FDS: return "arrange file descriptors";
 	case LAUNCH_STEP_CWD: return "enter the working directory";
 	case LAUNCH_STEP_LIMITS: return "set resource limits";
+	case LAUNCH_STEP_SANDBOX: return "install the seccomp filter";
 	case LAUNCH_STEP_EXEC: return "execve";
 	case LAUNCH_STEP_NONE:
 	default: return "launch";
@@ -224,6 +225,9 @@ void launch_child(const struct launch_plan *plan, int status_fd)
 	} else {
 		umask(022);
 	}
+	/* Last: the filter would deny some of the steps above. */
+	if (plan->filters && sandbox_child_apply(plan->filters, plan->network) < 0)
+		fail(status_fd, LAUNCH_STEP_SANDBOX);
 	execve(plan->path, plan->argv, plan->envp);
 	fail(status_fd, LAUNCH_STEP_EXEC);
 }

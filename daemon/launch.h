@@ -6,7 +6,8 @@
  * launcher, the caller's fds at their numbers and nothing else, the
  * caller's working directory, umask, resource limits, scheduling
  * attributes (as far as the launcher may set them), ignored signals and
- * signal mask, then execve(). A failure is reported
+ * signal mask, no_new_privs and the seccomp filter, then execve(). A
+ * failure is reported
  * to the launcher through a close-on-exec pipe as (step, errno).
  */
 #ifndef TOOLRUN_LAUNCH_H
@@ -16,6 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sandbox.h"
 #include "util.h"
 
 enum launch_step {
@@ -27,6 +29,7 @@ enum launch_step {
 	LAUNCH_STEP_FDS,
 	LAUNCH_STEP_CWD,
 	LAUNCH_STEP_LIMITS,
+	LAUNCH_STEP_SANDBOX,
 	LAUNCH_STEP_EXEC,
 };
 
@@ -58,6 +61,9 @@ struct launch_plan {
 	int sched_policy;
 	int sched_priority;
 	unsigned long personality;
+	/* Installed last, with no_new_privs; NULL: none. */
+	const struct child_filters *filters;
+	bool network;
 };
 
 struct launch_limit {

@@ -16,6 +16,7 @@
 #include "launch.h"
 #include "launcher.pb-c.h"
 #include "log.h"
+#include "sandbox.h"
 #include "outq.h"
 #include "util.h"
 
@@ -34,6 +35,7 @@ struct launcher {
 	int chan;
 	int sigfd;
 	pid_t self;
+	struct child_filters filters;
 	struct frame_reader reader;
 	int fds[FRAME_MAX_FDS];
 	struct launched *jobs;
@@ -41,7 +43,7 @@ struct launcher {
 
 static NORETURN void fatal(const char *what, int err)
 {
-	log_error("launcher: %s: %s", what, errno_text(err));
+	log_error("%s: %s", what, errno_text(err));
 	_exit(1);
 }
 
@@ -301,9 +303,20 @@ static void shutdown_all(struct launcher *L)
 		;
 }
 
-static NORETURN void launcher_main(struct launcher *L)
+static NORETURN void launcher_main(struct launcher *L, pid_t parent)
 {
 	sigset_t chld;
+	char err[256];
+
+	/* Power first: die with the supervisor, compile the programs'
+	 * filters (libseccomp needs a memfd), then lock ourselves down. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(1);
+	prctl(PR_SET_NAME, "toolrund-launch");
+	log_set_role("launcher");
+	if (sandbox_child_filters(&L->filters, err, sizeof(err)) < 0 ||
+	    sandbox_launcher(err, sizeof(err)) < 0)
+		fatal(err, EPERM);
 
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
@@ -367,6 +380,7 @@ int launcher_start(struct launcher_link *link, const int *close_in_child)
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
 		int err = errno;
@@ -379,7 +393,7 @@ int launcher_start(struct launcher_link *link, const int *close_in_child)
 		close(sv[0]);
 		for (const int *fd = close_in_child; fd && *fd >= 0; fd++)
 			close(*fd);
-		launcher_main(&L);
+		launcher_main(&L, parent);
 	}
 	close(sv[1]);
 	link->fd = sv[0];

@@ -15,12 +15,11 @@
 #include "policy.h"
 #include "outq.h"
 #include "reply.h"
+#include "sandbox.h"
 #include "util.h"
 
 /* Accepting stops this long when the process runs out of fds. */
 #define ACCEPT_PAUSE_MS 100
-/* At shutdown, the launcher gets this long to end every program. */
-#define LAUNCHER_EXIT_WAIT_MS 2000
 
 uint64_t monotonic_us(void)
 {
@@ -275,6 +274,14 @@ static void on_conn(struct event_loop *loop, uint32_t events, void *data)
 	}
 }
 
+static bool uid_allowed(const struct listener *L, uid_t uid)
+{
+	for (unsigned i = 0; i < L->nallowed; i++)
+		if (L->allowed[i] == uid)
+			return true;
+	return false;
+}
+
 static void accept_resume(struct event_loop *loop, void *data)
 {
 	struct listener *L = data;
@@ -333,10 +340,11 @@ static void on_accept(struct event_loop *loop, uint32_t events, void *data)
 				    "too many connections (the limit is %d)", MAX_CONNECTIONS);
 			continue;
 		}
-		if (cred.uid != L->uid) {
+		if (!uid_allowed(L, cred.uid)) {
 			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_NOT_ALLOWED,
-				    "uid %u is not served by this toolrund (it serves uid %u)",
-				    (unsigned)cred.uid, (unsigned)L->uid);
+				    "uid %u is not served by this toolrund (it serves uid %u%s)",
+				    (unsigned)cred.uid, (unsigned)L->allowed[0],
+				    L->nallowed > 1 ? " and others" : "");
 			continue;
 		}
 		timer_arm(loop, &c->deadline, REQUEST_DEADLINE_MS, on_deadline, c);
@@ -425,31 +433,18 @@ static void on_signal(struct event_loop *loop, uint32_t events, void *data)
 	}
 }
 
-static void wait_launcher(struct listener *L)
-{
-	for (int waited = 0; waited < LAUNCHER_EXIT_WAIT_MS; waited += 10) {
-		if (waitpid(L->launcher.pid, NULL, WNOHANG) != 0)
-			return;
-		struct timespec ts = {0, 10 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-	log_warn("the launcher did not stop in time; killing it");
-	kill(L->launcher.pid, SIGKILL);
-	waitpid(L->launcher.pid, NULL, 0);
-}
-
-int listener_run(struct listener *L)
+/* Everything that needs system calls the sandbox forbids. */
+static int listener_init(struct listener *L)
 {
 	sigset_t mask;
 	int r;
 
 	L->started_us = monotonic_us();
-	L->uid = geteuid();
 	L->emit_cap = READ_CHUNK + 1024;
 	L->emit = malloc(L->emit_cap);
 	if (!L->emit) {
 		log_error("out of memory");
-		return 1;
+		return -ENOMEM;
 	}
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -458,7 +453,7 @@ int listener_run(struct listener *L)
 	L->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (L->sigfd < 0 || (r = event_loop_init(&L->loop)) < 0) {
 		log_error("cannot set up the event loop: %s", errno_text(errno));
-		return 1;
+		return -errno;
 	}
 	L->launcher_reader = (struct frame_reader){
 		.max_payload = 64 * 1024,
@@ -469,25 +464,35 @@ int listener_run(struct listener *L)
 	    event_add(&L->loop, &L->sig_ev, L->sigfd, EPOLLIN, on_signal, L) < 0 ||
 	    event_add(&L->loop, &L->launcher_ev, L->launcher.fd, EPOLLIN, on_launcher, L) < 0) {
 		log_error("epoll: %s", errno_text(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+int listener_main(struct listener *L, int death_note)
+{
+	char err[256];
+
+	if (listener_init(L) < 0)
+		return 1;
+	if (sandbox_listener(death_note, err, sizeof(err)) < 0) {
+		log_error("%s", err);
 		return 1;
 	}
-
 	log_info("serving %s (%u tools, truncate=%s)", L->sock->path, L->cfg->ntools,
 		 L->cfg->truncate == TRUNCATE_SINK ? "sink" : "always");
-	r = event_loop_run(&L->loop);
+	int r = event_loop_run(&L->loop);
 	if (r < 0) {
 		log_error("event loop: %s", errno_text(r));
 		L->exit_code = 1;
 	}
 
-	/* Stop: no new clients, every program ended, then the launcher. */
-	event_del(&L->loop, &L->listen_ev);
-	sock_close(L->sock);
+	/* Stop: every program ended, then the launcher, which sees its
+	 * channel close. The supervisor removes the socket. */
 	job_stop_all(L);
 	while (L->conns)
 		conn_drop(L->conns);
 	event_loop_close(&L->loop);
-	/* Hand the launcher its last orders, then end its channel. */
 	for (int i = 0; i < 1000 &&
 			outq_flush(&L->launcher_out, L->launcher.fd) == -EAGAIN; i++) {
 		struct timespec ts = {0, 1000 * 1000};
@@ -495,7 +500,6 @@ int listener_run(struct listener *L)
 	}
 	outq_clear(&L->launcher_out);
 	close_fd(&L->launcher.fd);
-	wait_launcher(L);
 	free(L->launcher_reader.payload);
 	free(L->emit);
 	close_fd(&L->sigfd);

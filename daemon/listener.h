@@ -122,7 +122,8 @@ struct listener {
 	uint64_t next_job;
 	uint64_t served;
 	uint64_t started_us;
-	uid_t uid;
+	uid_t allowed[64];      /* peers served (SO_PEERCRED uid) */
+	unsigned nallowed;
 	int exit_code;
 
 	uint8_t read_buf[READ_CHUNK];
@@ -131,8 +132,12 @@ struct listener {
 	size_t emit_cap;
 };
 
-/* Serve until SIGTERM or SIGINT. Returns the process exit code. */
-int listener_run(struct listener *L);
+/*
+ * The listener process: set up, lock down (seccomp, no_new_privs), serve
+ * until SIGTERM or SIGINT or the launcher's end. death_note is where the
+ * seccomp violation handler writes. Returns the process exit code.
+ */
+int listener_main(struct listener *L, int death_note);
 
 /* job.c */
 void job_start(struct conn *c, const Toolrun__Request *req, int *fds,

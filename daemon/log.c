@@ -8,13 +8,20 @@
 
 #include "util.h"
 
-/* The log level is the process's only setting outside its context: it is
- * written once, at startup, before the processes split. */
+/* The log level and role are the process's only settings outside its
+ * context: each is written once, at startup. */
 static enum log_level log_threshold = LOG_INFO;
+/* Set once per process, right after it is forked. */
+static const char *log_role = "";
 
 void log_set_level(enum log_level level)
 {
 	log_threshold = level;
+}
+
+void log_set_role(const char *role)
+{
+	log_role = role;
 }
 
 bool log_enabled(enum log_level level)
@@ -35,10 +42,10 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	int n = snprintf(line, sizeof(line),
-			 "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ toolrund[%d] %s: ",
+			 "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ toolrund[%d]%s%s %s: ",
 			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
 			 tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, (int)getpid(),
-			 names[level]);
+			 log_role[0] ? " " : "", log_role, names[level]);
 	va_start(ap, fmt);
 	int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	va_end(ap);

@@ -10,6 +10,8 @@
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 void log_set_level(enum log_level level);
+/* Which of toolrund's processes this is, for every line ("listener"). */
+void log_set_role(const char *role);
 bool log_enabled(enum log_level level);
 
 void log_msg(enum log_level level, const char *fmt, ...)

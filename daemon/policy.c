@@ -1,6 +1,7 @@
 #include "policy.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,7 +190,46 @@ static bool names_toolrun_library(const ProtobufCBinaryData *b)
 	return false;
 }
 
-int policy_environment(const Toolrun__Request *req, ProtobufCBinaryData **out,
+bool policy_env_matches(const char *patterns, const uint8_t *var, size_t len)
+{
+	const uint8_t *eq = memchr(var, '=', len);
+	size_t name_len = eq ? (size_t)(eq - var) : len;
+	char stack[256], *name = stack;
+	bool hit = false;
+
+	if (name_len >= sizeof(stack) && !(name = malloc(name_len + 1)))
+		return true; /* cannot tell: treat as matching (drop it) */
+	memcpy(name, var, name_len);
+	name[name_len] = '\0';
+	for (const char *p = patterns; *p && !hit;) {
+		size_t n = strcspn(p, " \t");
+		char pat[256];
+		if (n > 0 && n < sizeof(pat)) {
+			memcpy(pat, p, n);
+			pat[n] = '\0';
+			hit = fnmatch(pat, name, 0) == 0;
+		}
+		p += n;
+		p += strspn(p, " \t");
+	}
+	if (name != stack)
+		free(name);
+	return hit;
+}
+
+/* Does the tool's environment filter let this variable through? */
+static bool env_passes(const struct config *cfg, const struct limits *lim,
+		       const ProtobufCBinaryData *e)
+{
+	if (lim->env_allow_len &&
+	    !policy_env_matches(config_text(cfg, lim->env_allow), e->data, e->len))
+		return false;
+	return !(lim->env_deny_len &&
+		 policy_env_matches(config_text(cfg, lim->env_deny), e->data, e->len));
+}
+
+int policy_environment(const Toolrun__Request *req, const struct config *cfg,
+		       const struct limits *lim, ProtobufCBinaryData **out,
 		       size_t *n)
 {
 	static const char marker[] = "TOOLRUN_NESTED=1";
@@ -213,6 +253,8 @@ int policy_environment(const Toolrun__Request *req, ProtobufCBinaryData **out,
 			if (e->len == sizeof(marker) - 1 &&
 			    memcmp(e->data, marker, sizeof(marker) - 1) == 0)
 				marked = true;
+		} else if (!starts_with(e, "LD_PRELOAD=") && !env_passes(cfg, lim, e)) {
+			continue;
 		}
 		env[k++] = *e;
 	}

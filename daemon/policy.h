@@ -51,14 +51,19 @@ enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req
 
 /*
  * The environment the program is started with. When the request's
- * LD_PRELOAD names libtoolrun.so, it is envp as it is plus
- * TOOLRUN_NESTED=1: the library stays loaded in the program, hides
- * toolrun's variables from it and hands them on to what it executes (see
- * preload/nested.h). Otherwise it is envp less TOOLRUN_* variables.
- * Entries point into req (and a static marker). Free *out. Returns 0 or
- * -ENOMEM.
+ * LD_PRELOAD names libtoolrun.so, toolrun's variables stay, plus
+ * TOOLRUN_NESTED=1: the library stays loaded in the program, hides them
+ * from it and hands them on to what it executes (see preload/nested.h).
+ * Otherwise TOOLRUN_* variables go. Other variables pass the tool's
+ * env_allow / env_deny patterns. Entries point into req (and a static
+ * marker). Free *out. Returns 0 or -ENOMEM.
  */
-int policy_environment(const Toolrun__Request *req, ProtobufCBinaryData **out,
+int policy_environment(const Toolrun__Request *req, const struct config *cfg,
+		       const struct limits *lim, ProtobufCBinaryData **out,
 		       size_t *n);
+
+/* Does the variable's name match one of the patterns (fnmatch, separated
+ * by spaces)? */
+bool policy_env_matches(const char *patterns, const uint8_t *var, size_t len);
 
 #endif

@@ -33,8 +33,8 @@ static bool answered(const char *path)
 	return connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 }
 
-int sock_listen(struct listen_socket *ls, const char *path, char *err,
-		size_t errlen)
+int sock_listen(struct listen_socket *ls, const char *path, mode_t dir_mode,
+		uid_t owner, gid_t group, char *err, size_t errlen)
 {
 	char dir[CONFIG_SOCKET_MAX], lock[CONFIG_SOCKET_MAX + 8];
 	char tmp[CONFIG_SOCKET_MAX + 8];
@@ -55,10 +55,23 @@ int sock_listen(struct listen_socket *ls, const char *path, char *err,
 	char *slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		if (mkdir(dir, dir_mode) == 0) {
+			if (chmod(dir, dir_mode) < 0)
+				return fail(err, errlen, errno, "chmod", dir);
+			if (geteuid() == 0 && chown(dir, owner, group) < 0)
+				return fail(err, errlen, errno, "chown", dir);
+		} else if (errno != EEXIST) {
 			return fail(err, errlen, errno, "create", dir);
-		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		}
+		if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
 			return fail(err, errlen, ENOTDIR, "use", dir);
+		if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+			snprintf(err, errlen,
+				 "socket directory %s is writable by %s: another user could "
+				 "replace the socket; give it a directory of its own",
+				 dir, st.st_mode & S_IWOTH ? "others" : "its group");
+			return -EPERM;
+		}
 	}
 
 	ls->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);

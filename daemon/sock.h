@@ -22,9 +22,14 @@ struct listen_socket {
 	ino_t ino;
 };
 
-/* Returns 0, or -errno with a one-line reason in err. */
-int sock_listen(struct listen_socket *ls, const char *path, char *err,
-		size_t errlen);
+/*
+ * Returns 0, or -errno with a one-line reason in err. A directory that is
+ * missing is made with dir_mode and owner:group; an existing one must not
+ * be writable by others (nor by its group), so that nobody else can put
+ * a socket of their own in its place.
+ */
+int sock_listen(struct listen_socket *ls, const char *path, mode_t dir_mode,
+		uid_t owner, gid_t group, char *err, size_t errlen);
 
 /* Stop listening and remove the socket if it is still ours. */
 void sock_close(struct listen_socket *ls);

@@ -4,10 +4,13 @@
  *   toolrund [--config FILE] [-n] [-v] [--version] [--help]
  *
  * Startup, in order: read and check the config (bad config: one line,
- * exit 2), claim the socket, fork the launcher, then serve as the
- * listener until SIGTERM or SIGINT.
+ * exit 2), resolve the user to run as and the uids to serve, claim the
+ * socket, drop to that user, then supervise the launcher and the listener
+ * (supervisor.c) until SIGTERM or SIGINT.
  */
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +20,7 @@
 
 #include "config.h"
 #include "launcher.h"
-#include "listener.h"
+#include "supervisor.h"
 #include "log.h"
 #include "sock.h"
 #include "util.h"
@@ -31,6 +34,82 @@ static void usage(FILE *out)
 		"  -v, --verbose      log every connection\n"
 		"      --version      print the version\n",
 		config_default_path);
+}
+
+/* A user name or number. */
+static bool find_user(const char *name, uid_t *uid, gid_t *gid, const char **canon)
+{
+	struct passwd *pw = getpwnam(name);
+	char *end;
+
+	if (!pw) {
+		errno = 0;
+		unsigned long n = strtoul(name, &end, 10);
+		if (*name && !*end && errno == 0 && n < (uid_t)-1)
+			pw = getpwuid((uid_t)n);
+		if (!pw && *name && !*end && errno == 0) {
+			*uid = (uid_t)n;
+			*gid = (gid_t)n;
+			*canon = NULL;
+			return true;
+		}
+	}
+	if (!pw)
+		return false;
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
+	*canon = pw->pw_name;
+	return true;
+}
+
+/* allow_uids: names or numbers; by default, the uid toolrund runs as. */
+static int resolve_allowed(struct supervisor *S, const struct config *cfg, uid_t self)
+{
+	const char *list = cfg->allow_uids_len ? config_text(cfg, cfg->allow_uids) : "";
+	char word[64];
+
+	S->nallowed = 0;
+	for (const char *p = list; *p;) {
+		size_t n = strcspn(p, " \t,");
+		if (n && n < sizeof(word)) {
+			uid_t uid;
+			gid_t gid;
+			const char *canon;
+			memcpy(word, p, n);
+			word[n] = '\0';
+			if (!find_user(word, &uid, &gid, &canon)) {
+				fprintf(stderr, "%s: allow_uids names no user: %s\n", cfg->file, word);
+				return -1;
+			}
+			if (S->nallowed == MAX_ALLOWED_UIDS) {
+				fprintf(stderr, "%s: allow_uids lists more than %d users\n",
+					cfg->file, MAX_ALLOWED_UIDS);
+				return -1;
+			}
+			S->allowed[S->nallowed++] = uid;
+		}
+		p += n;
+		p += strspn(p, " \t,");
+	}
+	if (S->nallowed == 0)
+		S->allowed[S->nallowed++] = self;
+	return 0;
+}
+
+/* Become the configured user for good: groups, gid, then uid. */
+static int drop_to(uid_t uid, gid_t gid, const char *name)
+{
+	if ((name ? initgroups(name, gid) : setgroups(0, NULL)) < 0 ||
+	    setgid(gid) < 0 || setuid(uid) < 0) {
+		fprintf(stderr, "toolrund: cannot become uid %u: %s\n", (unsigned)uid,
+			errno_text(errno));
+		return -1;
+	}
+	if (uid != 0 && setuid(0) == 0) {
+		fprintf(stderr, "toolrund: could take root back after dropping it\n");
+		return -1;
+	}
+	return 0;
 }
 
 /* Programs may inherit many fds: allow as many as the hard limit. */
@@ -96,8 +175,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
-	/* Signals arrive through the listener's signalfd; a client that goes
-	 * away must not kill us with SIGPIPE. */
+	/* Signals arrive through signalfds (supervisor, listener); a client
+	 * that goes away must not kill us with SIGPIPE. */
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -107,37 +186,58 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit();
 
+	/* Who to run as: the configured user when started as root. */
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	const char *user_name = NULL;
+	bool drop = false;
+	if (cfg->user[0]) {
+		uid_t want;
+		gid_t want_gid;
+		if (!find_user(cfg->user, &want, &want_gid, &user_name)) {
+			fprintf(stderr, "%s: user names no user: %s\n", file, cfg->user);
+			free(cfg);
+			return 2;
+		}
+		if (uid == 0 && want != 0) {
+			drop = true;
+			uid = want;
+			gid = want_gid;
+		} else if (uid != want) {
+			fprintf(stderr, "toolrund: user = %s, but toolrund runs as uid %u and "
+					"cannot switch; start it as root or as that user\n",
+				cfg->user, (unsigned)uid);
+			free(cfg);
+			return 1;
+		}
+	}
+
+	struct supervisor S = {.cfg = cfg};
+	if (resolve_allowed(&S, cfg, uid) < 0) {
+		free(cfg);
+		return 2;
+	}
+	/* Serving only ourselves, the directory can be ours alone. */
+	bool others = S.nallowed > 1 || S.allowed[0] != uid;
+
 	struct listen_socket sock;
 	char err[512];
-	if (sock_listen(&sock, cfg->socket, err, sizeof(err)) < 0) {
+	if (sock_listen(&sock, cfg->socket, others ? 0755 : 0700, uid, gid, err,
+			sizeof(err)) < 0) {
 		fprintf(stderr, "toolrund: %s\n", err);
 		sock_close(&sock);
 		free(cfg);
 		return 1;
 	}
-
-	struct listener *L = calloc(1, sizeof(*L));
-	if (!L) {
-		fprintf(stderr, "toolrund: out of memory\n");
+	if (drop && drop_to(uid, gid, user_name) < 0) {
 		sock_close(&sock);
 		free(cfg);
 		return 1;
 	}
-	L->cfg = cfg;
-	L->sock = &sock;
-	const int launcher_closes[] = {sock.fd, sock.lock_fd, -1};
-	int r = launcher_start(&L->launcher, launcher_closes);
-	if (r < 0) {
-		fprintf(stderr, "toolrund: cannot start the launcher: %s\n", errno_text(r));
-		sock_close(&sock);
-		free(L);
-		free(cfg);
-		return 1;
-	}
-	log_info("toolrund %s: config %s, launcher pid %d", TOOLRUN_VERSION, file,
-		 (int)L->launcher.pid);
-	int code = listener_run(L);
-	free(L);
+	S.sock = &sock;
+	log_info("toolrund %s: config %s, uid %u, socket %s", TOOLRUN_VERSION, file,
+		 (unsigned)getuid(), sock.path);
+	int code = supervisor_run(&S);
 	free(cfg);
 	return code;
 }

@@ -110,6 +110,16 @@ setup() { ct_setup; }
 	ct_wait_job "$before" ' uid=1000 tool=cat .* exit=0 '
 }
 
+@test "04-hardening: the daemon's listener and launcher are confined by their own seccomp filters" {
+	local name pid
+	for name in toolrund-listen toolrund-launch; do
+		pid=$(ct_pids_named "$name")
+		[ -n "$pid" ]
+		run docker exec "$CT_BOX" grep -E '^(Seccomp|NoNewPrivs):' "/proc/$pid/status"
+		[ "$output" = $'NoNewPrivs:\t1\nSeccomp:\t2' ]
+	done
+}
+
 @test "04-hardening: the daemon runs without the preload" {
 	local pid
 	pid=$(ct_daemon_pid)

@@ -63,7 +63,11 @@ ct_kill_daemon() {
 	run --separate-stderr docker exec "$CT_BOX" bash -lc 'cat words.txt | grep -c beta'
 	[ "$status" -eq 0 ]
 	[ "$output" = 2 ]
-	ct_wait_job "$before" "toolrund\[$pid\] info: job [0-9]+ uid=1000 tool=grep "
+	# The new daemon's listener (the only one) served the job.
+	local listener
+	listener=$(ct_pids_named toolrund-listen)
+	[ -n "$listener" ]
+	ct_wait_job "$before" "toolrund\[$listener\] listener info: job [0-9]+ uid=1000 tool=grep "
 }
 
 @test "05-supervision: a command running during the kill ends with a one-line toolrun error" {

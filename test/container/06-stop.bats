@@ -29,7 +29,7 @@ setup() { ct_setup; }
 	# PID 1 stopped the daemon and exited 0 by itself (not killed).
 	[ "$(docker inspect --format '{{.State.Status}} {{.State.ExitCode}} {{.State.OOMKilled}} {{.State.Pid}}' "$CT_BOX")" = "exited 0 false 0" ]
 	ct_log | grep -q 'toolrun-init\[1\] info: SIGTERM: stopping toolrund'
-	ct_log | grep -q 'toolrund\[[0-9]*\] info: TERM: stopping'
+	ct_log | grep -q 'toolrund\[[0-9]*\] info: SIGTERM: stopping'
 	ct_log | grep -q 'toolrun-init\[1\] info: stopped'
 	! ct_log | grep -q 'did not stop within'
 

@@ -146,9 +146,9 @@ ct_log() {
 	docker logs "${1:-$CT_BOX}" 2>&1
 }
 
-# The job lines: "... toolrund[N] info: job 7 uid=1000 tool=cat ...".
+# The job lines: "... toolrund[N] listener info: job 7 uid=1000 tool=cat ...".
 ct_job_lines() {
-	ct_log | grep -E ' toolrund\[[0-9]+\] info: job [0-9]+ uid=' || true
+	ct_log | grep -E ' toolrund\[[0-9]+\] listener info: job [0-9]+ uid=' || true
 }
 
 ct_job_count() {

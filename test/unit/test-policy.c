@@ -169,7 +169,7 @@ static const struct env_result *environment(const ProtobufCBinaryData *envp, siz
 	req.n_envp = n;
 	env_free();
 	held.n = (size_t)-1;
-	int r = policy_environment(&req, &held.env, &held.n);
+	int r = policy_environment(&req, &cfg, &cfg.defaults, &held.env, &held.n);
 	assert_int_equal(r, 0);
 	assert_non_null(held.env);
 	assert_true(held.n <= n + 1);
@@ -742,6 +742,60 @@ static void test_environment_last_ld_preload_decides(void **state)
 	assert_int_equal(marker_at(r), 3);
 }
 
+/* The tool's env_deny drops matching names; by default *TOKEN*, *SECRET*
+ * and *KEY*. */
+static void test_environment_drops_secrets_by_default(void **state)
+{
+	(void)state;
+	const ProtobufCBinaryData envp[] = {
+		BIN("GITHUB_TOKEN=x"), BIN("A=1"), BIN("AWS_SECRET_ACCESS_KEY=y"),
+		BIN("SSH_KEY_PATH=z"), BIN("B=2"), BIN("token=lower-case passes"),
+	};
+	const struct env_result *r = environment(envp, 6);
+	assert_int_equal(r->n, 3);
+	assert_true(bin_equal(&r->env[0], "A=1", 3));
+	assert_true(bin_equal(&r->env[1], "B=2", 3));
+	assert_true(bin_equal(&r->env[2], "token=lower-case passes", 23));
+}
+
+static void test_environment_allow_list_keeps_only_matching_names(void **state)
+{
+	(void)state;
+	use_config("tools = cat\nenv_allow = PATH HOME LC_*\nenv_deny =\n");
+	const ProtobufCBinaryData envp[] = {
+		BIN("PATH=/bin"), BIN("SHELL=/bin/sh"), BIN("LC_ALL=C"), BIN("HOME=/h"),
+		BIN("X_TOKEN=1"), BIN("NOEQUALS"),
+	};
+	const struct env_result *r = environment(envp, 6);
+	assert_int_equal(r->n, 3);
+	assert_true(bin_equal(&r->env[0], "PATH=/bin", 9));
+	assert_true(bin_equal(&r->env[1], "LC_ALL=C", 8));
+	assert_true(bin_equal(&r->env[2], "HOME=/h", 7));
+}
+
+static void test_environment_filters_leave_toolrun_variables_to_the_library(void **state)
+{
+	(void)state;
+	use_config("tools = cat\nenv_allow = PATH\n");
+	const ProtobufCBinaryData envp[] = {
+		BIN("LD_PRELOAD=/x/libtoolrun.so"), BIN("TOOLRUN_CONFIG=/c"), BIN("OTHER=1"),
+	};
+	const struct env_result *r = environment(envp, 3);
+	assert_int_equal(r->n, 3); /* both kept, OTHER dropped, the marker added */
+	assert_true(bin_equal(&r->env[0], "LD_PRELOAD=/x/libtoolrun.so", 27));
+	assert_true(bin_equal(&r->env[1], "TOOLRUN_CONFIG=/c", 17));
+	assert_true(bin_equal(&r->env[2], "TOOLRUN_NESTED=1", 16));
+}
+
+static void test_env_matches_names_only_never_values(void **state)
+{
+	(void)state;
+	assert_true(policy_env_matches("*KEY*", (const uint8_t *)"MYKEY=1", 7));
+	assert_false(policy_env_matches("*KEY*", (const uint8_t *)"A=KEY", 5));
+	assert_true(policy_env_matches("A B C", (const uint8_t *)"B", 1));
+	assert_false(policy_env_matches("", (const uint8_t *)"B=1", 3));
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, use_default_config, free_environment)
@@ -780,6 +834,10 @@ int main(void)
 		T(test_environment_libraries_with_similar_names_are_not_ours),
 		T(test_environment_last_ld_preload_decides),
 		T(test_environment_keeps_unusual_entries_byte_for_byte),
+		T(test_environment_drops_secrets_by_default),
+		T(test_environment_allow_list_keeps_only_matching_names),
+		T(test_environment_filters_leave_toolrun_variables_to_the_library),
+		T(test_env_matches_names_only_never_values),
 	};
 #undef T
 	return cmocka_run_group_tests_name("policy", tests, setup, teardown);

@@ -1,0 +1,43 @@
+/*
+ * Seccomp filters (libseccomp) for toolrund's processes and programs.
+ *
+ *   listener  an allow-list. What it may not do at all (execve, open or
+ *             create files or sockets, fork, ptrace, namespaces, mount)
+ *             kills it: the SIGSYS handler writes the system call number
+ *             to a "death note" fd for the supervisor, which logs it and
+ *             restarts the daemon. Anything else not listed fails with
+ *             ENOSYS.
+ *   launcher  a deny-list of what neither it nor any program needs.
+ *   programs  the same deny-list (EPERM), with clone3 and io_uring_*
+ *             failing with ENOSYS so that libc falls back, and with
+ *             network = deny, socket() for anything but AF_UNIX failing
+ *             with EACCES.
+ *
+ * Every process sets no_new_privs first.
+ */
+#ifndef TOOLRUN_SANDBOX_H
+#define TOOLRUN_SANDBOX_H
+
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Compiled once in the launcher, installed in each program without
+ * allocating (between fork and exec). */
+struct child_filters {
+	struct sock_fprog deny_network;
+	struct sock_fprog allow_network;
+};
+
+/* Each returns 0, or -errno with a one-line reason in err. */
+int sandbox_listener(int death_note_fd, char *err, size_t errlen);
+int sandbox_launcher(char *err, size_t errlen);
+int sandbox_child_filters(struct child_filters *out, char *err, size_t errlen);
+
+/* In a program's process, just before execve: async-signal-safe. */
+int sandbox_child_apply(const struct child_filters *f, bool network);
+
+/* The name of a system call of this architecture, for the log. */
+const char *sandbox_syscall_name(int nr, char *buf, size_t len);
+
+#endif
