@@ -21,6 +21,7 @@
 #include "config.h"
 #include "frame.h"
 #include "toolrun.pb-c.h"
+#include "trust.h"
 #include "util.h"
 
 extern char **environ;
@@ -75,10 +76,20 @@ static int send_msg(int fd, Toolrun__ClientMessage *m)
 
 static int ping(const struct config *cfg)
 {
+	char why[512];
+	if (trust_socket_path(cfg, why, sizeof(why)) < 0) {
+		fprintf(stderr, "toolrun: %s\n", why);
+		return 1;
+	}
 	int fd = connect_to(cfg->socket);
 	if (fd < 0) {
 		fprintf(stderr, "toolrun: cannot reach toolrund at %s: %s\n",
 			cfg->socket, errno_text(fd));
+		return 1;
+	}
+	if (trust_peer(cfg, fd, why, sizeof(why)) < 0) {
+		fprintf(stderr, "toolrun: %s\n", why);
+		close(fd);
 		return 1;
 	}
 	Toolrun__Hello h = TOOLRUN__HELLO__INIT;
@@ -93,7 +104,9 @@ static int ping(const struct config *cfg)
 	m.ping = &p;
 	if (r == 0)
 		r = send_msg(fd, &m);
-	if (r < 0) {
+	/* A daemon that refuses a peer says why, then closes: the reason
+	 * may be waiting, unread. */
+	if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
 		fprintf(stderr, "toolrun: cannot send to toolrund: %s\n", errno_text(r));
 		return 1;
 	}

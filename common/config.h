@@ -3,7 +3,7 @@
  *
  * The parser is inih, fed from memory, and the result is a fixed-size
  * struct: the library parses the file inside exec hooks, where neither
- * malloc nor stdio may be used. docs/config.md is the reference.
+ * malloc nor stdio may be used. README.md has the reference.
  */
 #ifndef TOOLRUN_CONFIG_H
 #define TOOLRUN_CONFIG_H

@@ -264,8 +264,12 @@ static void stream_readable(struct event_loop *loop, uint32_t events, void *data
 		if (j->conn && !conn_flush(j->conn))
 			continue; /* the client left: keep draining */
 		/* A slow client: stop reading until its queue drains, unless
-		 * the output is past its limit and only being counted. */
-		if (j->conn && j->conn->out.bytes > OUTQ_HIGH && !s->shaper.cut) {
+		 * the output is past its limit and only being counted. While
+		 * slow clients hold much in all, each is held to less. */
+		size_t queued = j->conn ? j->conn->out.bytes : 0;
+		bool too_much = queued > OUTQ_HIGH ||
+				(queued > OUTQ_LOW && L->queued > MAX_QUEUED_BYTES);
+		if (too_much && !s->shaper.cut) {
 			event_modify(&L->loop, &s->ev, 0);
 			s->paused = true;
 			return;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -42,6 +43,60 @@ static void conn_free(void *p)
 	free(c);
 }
 
+/* The connection no longer counts against its uid's limit. */
+static void conn_release_slot(struct conn *c)
+{
+	if (c->slot >= 0) {
+		c->L->uid_conns[c->slot]--;
+		c->slot = -1;
+	}
+}
+
+/* What a reader's buffer counts against the budget: the first small
+ * frame's worth is free, so that clients flooding the daemon with large
+ * frames cannot keep others from saying Hello. The connection limit
+ * bounds that part. */
+static size_t charged(size_t cap)
+{
+	return cap > MAX_SMALL_FRAME ? cap : 0;
+}
+
+/* Give back a finished frame's fds and, if large, its memory. */
+static void conn_reader_next(struct conn *c, bool keep_memory)
+{
+	struct listener *L = c->L;
+
+	L->fds_held -= c->reader.nfds;
+	frame_reader_next(&c->reader);
+	if (!keep_memory || c->reader.payload_cap > 64 * 1024) {
+		L->buffered -= charged(c->reader.payload_cap);
+		free(c->reader.payload);
+		c->reader.payload = NULL;
+		c->reader.payload_cap = 0;
+	}
+}
+
+/* The grow callback of a client's frame reader: the heap, within the
+ * listener's budget for frames still arriving. */
+static bool conn_grow(struct frame_reader *r, size_t need)
+{
+	struct conn *c = r->owner;
+	struct listener *L = c->L;
+	size_t cap = r->payload_cap ? r->payload_cap : MAX_SMALL_FRAME;
+
+	while (cap < need)
+		cap *= 2;
+	if (L->buffered - charged(r->payload_cap) + charged(cap) > MAX_BUFFERED_BYTES)
+		return false;
+	uint8_t *p = realloc(r->payload, cap);
+	if (!p)
+		return false;
+	L->buffered = L->buffered - charged(r->payload_cap) + charged(cap);
+	r->payload = p;
+	r->payload_cap = cap;
+	return true;
+}
+
 /* Tear a connection down now; its memory goes after this batch. */
 static void conn_drop(struct conn *c)
 {
@@ -55,6 +110,8 @@ static void conn_drop(struct conn *c)
 		c->job = NULL;
 		job_client_gone(j);
 	}
+	conn_release_slot(c);
+	conn_reader_next(c, false);
 	event_del(&L->loop, &c->ev);
 	timer_cancel(&L->loop, &c->deadline);
 	if (c->prev)
@@ -98,8 +155,15 @@ bool conn_flush(struct conn *c)
 void conn_close_after_flush(struct conn *c)
 {
 	c->state = CONN_CLOSING;
+	conn_release_slot(c);
 	timer_cancel(&c->L->loop, &c->deadline);
 	conn_flush(c);
+}
+
+static void on_refusal_read(struct event_loop *loop, void *data)
+{
+	(void)loop;
+	conn_drop(data);
 }
 
 void conn_refuse(struct conn *c, Toolrun__ErrorCode code, const char *fmt, ...)
@@ -118,14 +182,25 @@ void conn_refuse(struct conn *c, Toolrun__ErrorCode code, const char *fmt, ...)
 	}
 	reply_error(&c->out, code, msg);
 	conn_close_after_flush(c);
+	/* A client that does not read why it was refused is not waited for. */
+	if (!c->dead)
+		timer_arm(&c->L->loop, &c->deadline, REFUSAL_LINGER_MS, on_refusal_read, c);
 }
 
-static void on_deadline(struct event_loop *loop, void *data)
+static void on_request_deadline(struct event_loop *loop, void *data)
 {
 	struct conn *c = data;
 	(void)loop;
 	conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_TIMEOUT,
 		    "no complete request within %d s", REQUEST_DEADLINE_MS / 1000);
+}
+
+static void on_frame_deadline(struct event_loop *loop, void *data)
+{
+	struct conn *c = data;
+	(void)loop;
+	conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_TIMEOUT,
+		    "a frame begun %d s ago is still incomplete", FRAME_DEADLINE_MS / 1000);
 }
 
 static void send_pong(struct conn *c)
@@ -165,6 +240,7 @@ static void conn_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m
 		}
 		reply_hello(&c->out);
 		c->state = CONN_REQUEST;
+		c->reader.max_payload = MAX_REQUEST_FRAME;
 		conn_flush(c);
 		return;
 	case CONN_REQUEST:
@@ -179,9 +255,11 @@ static void conn_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m
 		}
 		timer_cancel(&c->L->loop, &c->deadline);
 		c->state = CONN_RUNNING;
+		c->reader.max_payload = MAX_SMALL_FRAME;
 		{
 			unsigned nfds = c->reader.nfds;
 			c->reader.nfds = 0; /* job_start owns them now */
+			c->L->fds_held -= nfds;
 			job_start(c, m->request, c->fds, nfds);
 		}
 		return;
@@ -205,35 +283,69 @@ static void conn_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m
 	}
 }
 
+/* After the Request, a frame begun must end in time; before it, the
+ * request deadline covers everything. */
+static void conn_watch_partial_frame(struct conn *c)
+{
+	if (c->dead || c->state != CONN_RUNNING)
+		return;
+	bool partial = c->reader.header_have > 0;
+	if (partial && !c->deadline.armed)
+		timer_arm(&c->L->loop, &c->deadline, FRAME_DEADLINE_MS, on_frame_deadline, c);
+	else if (!partial && c->deadline.armed)
+		timer_cancel(&c->L->loop, &c->deadline);
+}
+
+/* Refuse the frame being read, for the reason r gives. */
+static void conn_read_failed(struct conn *c, int r)
+{
+	switch (r) {
+	case FRAME_READ_EOF:
+		conn_drop(c);
+		return;
+	case -EMSGSIZE:
+		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_FRAME_TOO_LARGE,
+			    "frame of %u bytes exceeds the maximum of %u %s",
+			    c->reader.h.length, c->reader.max_payload,
+			    c->state == CONN_HELLO	  ? "for Hello"
+			    : c->state == CONN_REQUEST ? "for a Request"
+						   : "after the Request");
+		return;
+	case -EPROTO:
+		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_FRAME,
+			    "malformed frame (bad header, fds not matching its count, or cut short)");
+		return;
+	case -ENOMEM:
+		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BUSY,
+			    "no room for a frame of %u bytes: %zu bytes of frames are "
+			    "arriving already (the limit is %u)",
+			    c->reader.h.length, c->L->buffered, MAX_BUFFERED_BYTES);
+		return;
+	default:
+		log_debug("client pid %d: read: %s", (int)c->pid, errno_text(r));
+		conn_drop(c);
+		return;
+	}
+}
+
 static void conn_read(struct conn *c)
 {
+	struct listener *L = c->L;
+
 	while (!c->dead && c->state != CONN_CLOSING) {
+		unsigned nfds_before = c->reader.nfds;
 		int r = frame_reader_read(&c->reader, c->fd);
-		if (r == FRAME_READ_AGAIN)
-			return;
-		if (r == FRAME_READ_EOF) {
-			conn_drop(c);
-			return;
-		}
-		if (r == -EMSGSIZE) {
-			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_FRAME_TOO_LARGE,
-				    "frame of %u bytes exceeds the maximum of %u",
-				    c->reader.h.length, FRAME_MAX_CLIENT_PAYLOAD);
-			return;
-		}
-		if (r == -EPROTO) {
-			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_FRAME,
-				    "malformed frame (bad header, fds not matching its count, or cut short)");
-			return;
-		}
-		if (r == -ENOMEM) {
+		L->fds_held += c->reader.nfds - nfds_before;
+		if (L->fds_held > L->fd_budget) {
 			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BUSY,
-				    "out of memory for a frame of %u bytes", c->reader.h.length);
+				    "too many file descriptors in flight (%u; the limit is %u)",
+				    L->fds_held, L->fd_budget);
 			return;
 		}
-		if (r < 0) {
-			log_debug("client pid %d: read: %s", (int)c->pid, errno_text(r));
-			conn_drop(c);
+		if (r == FRAME_READ_AGAIN)
+			break;
+		if (r != FRAME_READ_READY) {
+			conn_read_failed(c, r);
 			return;
 		}
 		char why[128];
@@ -241,19 +353,15 @@ static void conn_read(struct conn *c)
 							  c->reader.h.length, why, sizeof(why));
 		if (!m) {
 			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE, "%s", why);
-			frame_reader_next(&c->reader);
+			conn_reader_next(c, true);
 			return;
 		}
 		conn_dispatch_client(c, m);
 		toolrun__client_message__free_unpacked(m, NULL);
-		frame_reader_next(&c->reader);
-		/* A large frame is done with: give its memory back. */
-		if (c->reader.payload_cap > 64 * 1024) {
-			free(c->reader.payload);
-			c->reader.payload = NULL;
-			c->reader.payload_cap = 0;
-		}
+		if (!c->dead)
+			conn_reader_next(c, true);
 	}
+	conn_watch_partial_frame(c);
 }
 
 static void on_conn(struct event_loop *loop, uint32_t events, void *data)
@@ -274,18 +382,69 @@ static void on_conn(struct event_loop *loop, uint32_t events, void *data)
 	}
 }
 
-static bool uid_allowed(const struct listener *L, uid_t uid)
+/* The uid's index in L->allowed, or -1 if it is not served. */
+static int uid_slot(const struct listener *L, uid_t uid)
 {
 	for (unsigned i = 0; i < L->nallowed; i++)
 		if (L->allowed[i] == uid)
-			return true;
-	return false;
+			return (int)i;
+	return -1;
+}
+
+/* The uid's connection that has waited longest for its Request. */
+static struct conn *oldest_waiting(struct listener *L, int slot)
+{
+	struct conn *found = NULL;
+
+	for (struct conn *c = L->conns; c; c = c->next)
+		if (c->slot == slot && (c->state == CONN_HELLO || c->state == CONN_REQUEST))
+			found = c;
+	return found;
 }
 
 static void accept_resume(struct event_loop *loop, void *data)
 {
 	struct listener *L = data;
 	event_modify(loop, &L->listen_ev, EPOLLIN);
+}
+
+/*
+ * Admit a new connection, or say why not. A uid at its limit makes room
+ * by closing its own connection that has waited longest for a Request:
+ * a client that floods the socket pushes out only its own idle
+ * connections, and a uid's running jobs are never cut for a newcomer.
+ */
+static void conn_admit(struct listener *L, struct conn *c)
+{
+	if (L->nconns > MAX_CONNECTIONS) {
+		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BUSY,
+			    "too many connections (the limit is %d)", MAX_CONNECTIONS);
+		return;
+	}
+	int slot = uid_slot(L, c->uid);
+	if (slot < 0) {
+		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_NOT_ALLOWED,
+			    "uid %u is not served by this toolrund (it serves uid %u%s)",
+			    (unsigned)c->uid, (unsigned)L->allowed[0],
+			    L->nallowed > 1 ? " and others" : "");
+		return;
+	}
+	if (L->uid_conns[slot] >= MAX_CONNECTIONS_PER_UID) {
+		struct conn *old = oldest_waiting(L, slot);
+		if (!old) {
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BUSY,
+				    "uid %u has %d connections running (the limit per uid)",
+				    (unsigned)c->uid, MAX_CONNECTIONS_PER_UID);
+			return;
+		}
+		conn_refuse(old, TOOLRUN__ERROR_CODE__ERROR_BUSY,
+			    "uid %u has %d connections open (the limit per uid); this one, "
+			    "waiting longest for its request, is closed",
+			    (unsigned)c->uid, MAX_CONNECTIONS_PER_UID);
+	}
+	c->slot = slot;
+	L->uid_conns[slot]++;
+	timer_arm(&L->loop, &c->deadline, REQUEST_DEADLINE_MS, on_request_deadline, c);
 }
 
 static void on_accept(struct event_loop *loop, uint32_t events, void *data)
@@ -318,10 +477,13 @@ static void on_accept(struct event_loop *loop, uint32_t events, void *data)
 		c->fd = fd;
 		c->uid = cred.uid;
 		c->pid = cred.pid;
+		c->slot = -1;
 		c->ev.fd = -1;
+		c->out.total = &L->queued;
 		c->reader = (struct frame_reader){
-			.max_payload = FRAME_MAX_CLIENT_PAYLOAD,
-			.grow = frame_grow_heap,
+			.max_payload = MAX_SMALL_FRAME,
+			.grow = conn_grow,
+			.owner = c,
 			.fds = c->fds,
 		};
 		if (event_add(loop, &c->ev, fd, EPOLLIN, on_conn, c) < 0) {
@@ -334,20 +496,7 @@ static void on_accept(struct event_loop *loop, uint32_t events, void *data)
 			L->conns->prev = c;
 		L->conns = c;
 		L->nconns++;
-
-		if (L->nconns > MAX_CONNECTIONS) {
-			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BUSY,
-				    "too many connections (the limit is %d)", MAX_CONNECTIONS);
-			continue;
-		}
-		if (!uid_allowed(L, cred.uid)) {
-			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_NOT_ALLOWED,
-				    "uid %u is not served by this toolrund (it serves uid %u%s)",
-				    (unsigned)cred.uid, (unsigned)L->allowed[0],
-				    L->nallowed > 1 ? " and others" : "");
-			continue;
-		}
-		timer_arm(loop, &c->deadline, REQUEST_DEADLINE_MS, on_deadline, c);
+		conn_admit(L, c);
 	}
 }
 
@@ -440,6 +589,12 @@ static int listener_init(struct listener *L)
 	int r;
 
 	L->started_us = monotonic_us();
+	/* Half the fds for those arriving with requests: the rest stay for
+	 * connections, pipes and the launcher's channel. */
+	struct rlimit nofile;
+	L->fd_budget = getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY
+			       ? (unsigned)MIN(nofile.rlim_cur / 2, 1u << 20)
+			       : 1u << 20;
 	L->emit_cap = READ_CHUNK + 1024;
 	L->emit = malloc(L->emit_cap);
 	if (!L->emit) {

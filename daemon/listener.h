@@ -30,10 +30,25 @@
 #include "sock.h"
 #include "toolrun.pb-c.h"
 
-/* A client must deliver Hello and its Request within this time. */
+/* A client must deliver Hello and its Request within this time... */
 #define REQUEST_DEADLINE_MS 10000
-/* Connections served at once; more are refused with ERROR_BUSY. */
+/* ...and, after it, finish any frame it begins within this time. */
+#define FRAME_DEADLINE_MS 10000
+/* A refused client has this long to read why before it is cut off. */
+#define REFUSAL_LINGER_MS 5000
+/* Connections open at once, in all and per uid (see on_accept). */
 #define MAX_CONNECTIONS 4096
+#define MAX_CONNECTIONS_PER_UID 1024
+/* Peers a daemon may serve (allow_uids). */
+#define MAX_ALLOWED_UIDS 64
+/* The largest frame a client may send: its Request, and anything else. */
+#define MAX_REQUEST_FRAME FRAME_MAX_CLIENT_PAYLOAD
+#define MAX_SMALL_FRAME 4096
+/* Memory for frames still arriving, across all connections. */
+#define MAX_BUFFERED_BYTES (64u << 20)
+/* Output waiting for slow clients, across all connections: past it, a
+ * job whose client has more than OUTQ_LOW waiting is paused. */
+#define MAX_QUEUED_BYTES (64u << 20)
 /* Stop reading a job's output while this much waits for its client... */
 #define OUTQ_HIGH (256 * 1024)
 /* ...and read again below this. */
@@ -56,6 +71,7 @@ struct conn {
 	struct event_source ev;
 	uid_t uid;
 	pid_t pid;
+	int slot;               /* the uid's index in L->allowed; -1 once closing */
 	bool dead;              /* dropped; freed after this batch of events */
 	enum conn_state state;
 	struct frame_reader reader;
@@ -115,14 +131,19 @@ struct listener {
 	struct frame_reader launcher_reader;
 	struct outq launcher_out;
 
-	struct conn *conns;
+	struct conn *conns;     /* newest first */
 	unsigned nconns;
+	unsigned uid_conns[MAX_ALLOWED_UIDS]; /* open connections per allowed uid */
+	size_t buffered;        /* bytes of frames still arriving */
+	size_t queued;          /* bytes waiting for clients */
+	unsigned fds_held;      /* fds received with frames still arriving */
+	unsigned fd_budget;     /* the most fds_held may reach */
 	struct job *jobs;
 	unsigned running;
 	uint64_t next_job;
 	uint64_t served;
 	uint64_t started_us;
-	uid_t allowed[64];      /* peers served (SO_PEERCRED uid) */
+	uid_t allowed[MAX_ALLOWED_UIDS]; /* peers served (SO_PEERCRED uid) */
 	unsigned nallowed;
 	int exit_code;
 

@@ -17,6 +17,14 @@ struct outq_item {
 	uint8_t data[];
 };
 
+/* Keep the queue's count, and the shared one, in step. */
+static void account(struct outq *q, size_t added, size_t removed)
+{
+	q->bytes = q->bytes + added - removed;
+	if (q->total)
+		*q->total = *q->total + added - removed;
+}
+
 static void close_all(int *fds, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
@@ -45,7 +53,7 @@ int outq_push(struct outq *q, const ProtobufCMessage *msg, const int *fds,
 	else
 		q->head = it;
 	q->tail = it;
-	q->bytes += len;
+	account(q, len, 0);
 	return 0;
 }
 
@@ -56,7 +64,7 @@ static void drop_head(struct outq *q)
 	q->head = it->next;
 	if (!q->head)
 		q->tail = NULL;
-	q->bytes -= it->len - it->off;
+	account(q, 0, it->len - it->off);
 	close_all(it->fds, it->nfds);
 	free(it->fds);
 	free(it);
@@ -69,7 +77,7 @@ int outq_flush(struct outq *q, int sock)
 		size_t before = it->off;
 		int r = frame_send_partial(sock, it->data, it->len, &it->off,
 					   it->fds, it->nfds, &it->fds_sent);
-		q->bytes -= it->off - before;
+		account(q, 0, it->off - before);
 		if (r < 0)
 			return r;
 		drop_head(q);
@@ -81,7 +89,6 @@ void outq_clear(struct outq *q)
 {
 	while (q->head)
 		drop_head(q);
-	q->bytes = 0;
 }
 
 bool frame_grow_heap(struct frame_reader *r, size_t need)

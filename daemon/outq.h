@@ -20,6 +20,7 @@ struct outq_item;
 struct outq {
 	struct outq_item *head, *tail;
 	size_t bytes; /* queued and not yet written */
+	size_t *total; /* optional: a count shared by several queues */
 };
 
 /* Frame msg and queue it; fds pass to the queue, even on failure. */

@@ -18,10 +18,8 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "listener.h"
 #include "sock.h"
-
-/* Peers a daemon may serve (allow_uids). */
-#define MAX_ALLOWED_UIDS 64
 
 struct supervisor {
 	struct config *cfg;

@@ -21,6 +21,7 @@
 #include "sbuf.h"
 #include "sink.h"
 #include "toolrun.pb-c.h"
+#include "trust.h"
 
 /* Signals that a terminal, `kill` or `timeout` send to a program: the
  * client receives them in its place and forwards them. The job-control
@@ -779,12 +780,22 @@ void client_run(const struct client_call *call, struct client_result *res)
 		goto out;
 	}
 
+	if (trust_socket_path(call->cfg, res->reason, sizeof(res->reason)) < 0) {
+		res->outcome = CLIENT_UNREACHABLE;
+		res->err = EPERM;
+		goto out;
+	}
 	if ((r = connect_daemon(&cl)) < 0) {
 		char what[CONFIG_SOCKET_MAX + 40];
 		struct sbuf sb = SBUF_INIT(what);
 		sbuf_add(&sb, "cannot reach toolrund at ");
 		sbuf_add(&sb, call->cfg->socket);
 		unreachable(&cl, -r, what, errno_text(r));
+		goto out;
+	}
+	if (trust_peer(call->cfg, cl.sock, res->reason, sizeof(res->reason)) < 0) {
+		res->outcome = CLIENT_UNREACHABLE;
+		res->err = EPERM;
 		goto out;
 	}
 	if ((r = take_signals(&cl)) < 0) {

@@ -8,7 +8,7 @@ packages=(
 	meson ninja-build gcc pkg-config libc6-dev
 	libseccomp-dev libprotobuf-c-dev protobuf-c-compiler libinih-dev
 	# tests
-	libcmocka-dev bats python3 make
+	libcmocka-dev bats python3 make procps
 	# container: the engine, and the base image built without a registry
 	docker.io mmdebstrap
 )

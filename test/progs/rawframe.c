@@ -157,6 +157,7 @@ int main(int argc, char **argv)
 	} else if (!strcmp(c, "huge-length")) {
 		header(0xFFFFFFFFu, 0, FRAME_VERSION, 0);
 	} else if (!strcmp(c, "too-large")) {
+		send_hello(1);
 		header(FRAME_MAX_CLIENT_PAYLOAD + 1, 0, FRAME_VERSION, 0);
 	} else if (!strcmp(c, "bad-version")) {
 		header(4, 0, 2, 0);

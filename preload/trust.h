@@ -1,0 +1,33 @@
+/*
+ * Whether toolrund's socket can be trusted with a command.
+ *
+ * A command carries the caller's environment and its stdio; whoever
+ * listens on the socket gets both. So before and after connecting the
+ * client checks that the listener is the daemon the config names:
+ *
+ *   - before: the socket's directory is owned by an expected uid and
+ *     writable by nobody else, and each directory above it is owned by
+ *     an expected uid and, if others may write to it, sticky (so no one
+ *     else can rename what is below);
+ *   - after: the peer's credentials (SO_PEERCRED) are an expected uid.
+ *
+ * Expected uids: root, the caller's effective uid, and the config's
+ * `user` (the account toolrund drops to).
+ *
+ * Async-signal-safe: raw syscalls only, /etc/passwd read by hand.
+ */
+#ifndef TOOLRUN_TRUST_H
+#define TOOLRUN_TRUST_H
+
+#include <stddef.h>
+
+#include "config.h"
+
+/* 0 if the socket's directories pass; else -EPERM (or the error of a
+ * failed lookup) with why set to one line naming the directory. */
+int trust_socket_path(const struct config *cfg, char *why, size_t whylen);
+
+/* 0 if the peer on fd is an expected uid; else -EPERM with why set. */
+int trust_peer(const struct config *cfg, int fd, char *why, size_t whylen);
+
+#endif
