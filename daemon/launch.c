@@ -5,6 +5,8 @@
 #include <linux/close_range.h>
 #include <signal.h>
 #include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -38,16 +40,55 @@ static NORETURN void fail(int status_fd, enum launch_step step)
 	_exit(127);
 }
 
-static int reset_signals(void)
+static int read_int_file(const char *path, int *value)
 {
-	struct sigaction dfl = {.sa_handler = SIG_DFL};
-	sigset_t none;
+	char buf[32];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	*value = atoi(buf);
+	return 0;
+}
 
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			sigaction(sig, &dfl, NULL); /* EINVAL for glibc's own: fine */
-	sigemptyset(&none);
-	return sigprocmask(SIG_SETMASK, &none, NULL);
+int launch_self_init(struct launch_self *self)
+{
+	struct sched_param param;
+
+	self->pid = getpid();
+	self->ignored_signals = 0;
+	for (int sig = 1; sig <= 64; sig++) {
+		struct sigaction sa;
+		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+			self->ignored_signals |= UINT64_C(1) << (sig - 1);
+	}
+	for (int r = 0; r < RLIM_NLIMITS; r++)
+		if (getrlimit(r, &self->limits[r]) < 0)
+			return -1;
+	errno = 0;
+	self->nice = getpriority(PRIO_PROCESS, 0);
+	if (errno)
+		return -1;
+	long n = syscall(SYS_sched_getaffinity, 0, sizeof(self->cpu_affinity),
+			 self->cpu_affinity);
+	self->cpu_affinity_len = n > 0 ? (size_t)n : 0;
+	if (read_int_file("/proc/self/oom_score_adj", &self->oom_score_adj) < 0)
+		return -1;
+	long prio = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
+	self->io_priority = prio > 0 ? (unsigned)prio : 0;
+	self->sched_policy = sched_getscheduler(0);
+	if (self->sched_policy < 0 || sched_getparam(0, &param) < 0)
+		return -1;
+	self->sched_priority = param.sched_priority;
+	int pers = personality(0xffffffff);
+	if (pers < 0)
+		return -1;
+	self->personality = (unsigned long)pers;
+	return 0;
 }
 
 static void sort_ints(int *v, unsigned n)
@@ -141,12 +182,12 @@ static int apply_limits(const struct launch_plan *p)
 {
 	for (unsigned i = 0; i < p->nlimits; i++) {
 		const struct launch_limit *l = &p->limits[i];
-		struct rlimit cur, want;
-		if (getrlimit(l->resource, &cur) < 0)
-			return -1;
-		want.rlim_max = MIN((rlim_t)l->hard, cur.rlim_max);
+		const struct rlimit *cur = &p->self->limits[l->resource];
+		struct rlimit want;
+		want.rlim_max = MIN((rlim_t)l->hard, cur->rlim_max);
 		want.rlim_cur = MIN((rlim_t)l->soft, want.rlim_max);
-		if (setrlimit(l->resource, &want) < 0)
+		if ((want.rlim_cur != cur->rlim_cur || want.rlim_max != cur->rlim_max) &&
+		    setrlimit(l->resource, &want) < 0)
 			return -1;
 	}
 	return 0;
@@ -157,49 +198,67 @@ static int apply_limits(const struct launch_plan *p)
  * policy) leaves the program with the launcher's own. */
 static void apply_scheduling(const struct launch_plan *p)
 {
+	const struct launch_self *self = p->self;
 	struct sched_param param = {.sched_priority = p->sched_priority};
-	char buf[16];
-	struct sbuf sb = SBUF_INIT(buf);
 
-	setpriority(PRIO_PROCESS, 0, p->nice);
-	if (p->cpu_affinity && p->cpu_affinity_len)
+	if (p->nice != self->nice)
+		setpriority(PRIO_PROCESS, 0, p->nice);
+	if (p->cpu_affinity && p->cpu_affinity_len &&
+	    (p->cpu_affinity_len != self->cpu_affinity_len ||
+	     memcmp(p->cpu_affinity, self->cpu_affinity, p->cpu_affinity_len) != 0))
 		syscall(SYS_sched_setaffinity, 0, p->cpu_affinity_len, p->cpu_affinity);
-	sched_setscheduler(0, p->sched_policy, &param);
-	if (p->io_priority)
+	if (p->sched_policy != self->sched_policy || p->sched_priority != self->sched_priority)
+		sched_setscheduler(0, p->sched_policy, &param);
+	if (p->io_priority && p->io_priority != self->io_priority)
 		syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, p->io_priority);
-	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		sbuf_add_i64(&sb, p->oom_score_adj);
-		(void)write_all(fd, buf, sb.len);
-		close(fd);
+	if (p->oom_score_adj != self->oom_score_adj) {
+		char buf[16];
+		struct sbuf sb = SBUF_INIT(buf);
+		int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			sbuf_add_i64(&sb, p->oom_score_adj);
+			(void)write_all(fd, buf, sb.len);
+			close(fd);
+		}
 	}
 	/* Last: it may change how the next image is laid out. */
-	personality(p->personality);
+	if (p->personality != self->personality)
+		personality(p->personality);
 }
 
-/* Ignored signals, then the mask: both survive the exec. */
+/*
+ * Ignored signals, then the mask: both survive the exec; a handler does
+ * not (exec resets it), so only dispositions that differ from what the
+ * caller wants are set: the launcher's own ignored signals back to the
+ * default, the caller's to ignored.
+ */
 static int apply_signals(const struct launch_plan *p)
 {
-	struct sigaction ign = {.sa_handler = SIG_IGN};
+	struct sigaction ign = {.sa_handler = SIG_IGN}, dfl = {.sa_handler = SIG_DFL};
+	uint64_t want = p->has_state ? p->ignored_signals : 0;
+	uint64_t change = want ^ p->self->ignored_signals;
 	sigset_t mask;
 
 	sigemptyset(&mask);
 	for (int sig = 1; sig <= 64; sig++) {
 		uint64_t bit = UINT64_C(1) << (sig - 1);
-		if ((p->ignored_signals & bit) && sigaction(sig, &ign, NULL) < 0 &&
-		    errno != EINVAL)
+		if ((change & bit) && sig != SIGKILL && sig != SIGSTOP &&
+		    sigaction(sig, (want & bit) ? &ign : &dfl, NULL) < 0 && errno != EINVAL)
 			return -1;
-		if (p->blocked_signals & bit)
+		if (p->has_state && (p->blocked_signals & bit))
 			sigaddset(&mask, sig);
 	}
 	return sigprocmask(SIG_SETMASK, &mask, NULL);
 }
 
-void launch_child(const struct launch_plan *plan, int status_fd)
+static NORETURN void launch_child(const struct launch_plan *plan, int status_fd)
 {
 	int cwd_fd = plan->cwd_fd;
+	sigset_t all;
 
-	if (reset_signals() < 0)
+	/* No signal until the program's own mask is in place. */
+	sigfillset(&all);
+	if (sigprocmask(SIG_SETMASK, &all, NULL) < 0)
 		fail(status_fd, LAUNCH_STEP_SIGNALS);
 	if (setsid() < 0)
 		fail(status_fd, LAUNCH_STEP_SESSION);
@@ -207,7 +266,7 @@ void launch_child(const struct launch_plan *plan, int status_fd)
 	 * have died before the request took effect. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		fail(status_fd, LAUNCH_STEP_PARENT_DEATH);
-	if (getppid() != plan->launcher) {
+	if (getppid() != plan->self->pid) {
 		errno = ESRCH;
 		fail(status_fd, LAUNCH_STEP_PARENT_DEATH);
 	}
@@ -215,19 +274,27 @@ void launch_child(const struct launch_plan *plan, int status_fd)
 		fail(status_fd, LAUNCH_STEP_FDS);
 	if (fchdir(cwd_fd) < 0)
 		fail(status_fd, LAUNCH_STEP_CWD);
+	umask(plan->has_state ? plan->umask : 022);
 	if (plan->has_state) {
-		umask(plan->umask);
 		apply_scheduling(plan);
 		if (apply_limits(plan) < 0)
 			fail(status_fd, LAUNCH_STEP_LIMITS);
-		if (apply_signals(plan) < 0)
-			fail(status_fd, LAUNCH_STEP_SIGNALS);
-	} else {
-		umask(022);
 	}
+	if (apply_signals(plan) < 0)
+		fail(status_fd, LAUNCH_STEP_SIGNALS);
 	/* Last: the filter would deny some of the steps above. */
 	if (plan->filters && sandbox_child_apply(plan->filters, plan->network) < 0)
 		fail(status_fd, LAUNCH_STEP_SANDBOX);
 	execve(plan->path, plan->argv, plan->envp);
 	fail(status_fd, LAUNCH_STEP_EXEC);
+}
+
+/* Kept out of line, with nothing live across vfork() but its arguments:
+ * the child borrows this frame's stack until it execs. */
+__attribute__((noinline)) pid_t launch_spawn(const struct launch_plan *plan, int status_fd)
+{
+	pid_t pid = vfork();
+	if (pid == 0)
+		launch_child(plan, status_fd);
+	return pid;
 }

@@ -1,20 +1,26 @@
 /*
- * The steps between fork() and execve() for a program toolrun runs.
+ * The steps between vfork() and execve() for a program toolrun runs.
  *
- * In the child of the launcher: default signal dispositions, a new
- * session (so the timeout can kill the whole group), death with the
- * launcher, the caller's fds at their numbers and nothing else, the
- * caller's working directory, umask, resource limits, scheduling
- * attributes (as far as the launcher may set them), ignored signals and
- * signal mask, no_new_privs and the seccomp filter, then execve(). A
- * failure is reported
- * to the launcher through a close-on-exec pipe as (step, errno).
+ * In the child of the launcher: a new session (so the timeout can kill
+ * the whole group), death with the launcher, the caller's fds at their
+ * numbers and nothing else, the caller's working directory, umask,
+ * resource limits, scheduling attributes (as far as the launcher may set
+ * them), ignored signals and signal mask, no_new_privs and the seccomp
+ * filter, then execve(). A failure is reported to the launcher through a
+ * close-on-exec pipe as (step, errno).
+ *
+ * The child shares the launcher's memory until it execs (vfork), which
+ * spares copying the launcher's page tables for every program. So it
+ * only makes system calls and writes to its own stack, and it changes
+ * only what differs from the launcher's own state, which the launcher
+ * records once (struct launch_self).
  */
 #ifndef TOOLRUN_LAUNCH_H
 #define TOOLRUN_LAUNCH_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "sandbox.h"
@@ -35,6 +41,24 @@ enum launch_step {
 
 const char *launch_step_name(enum launch_step step);
 
+/* The launcher's own process state: what a child already has. */
+struct launch_self {
+	pid_t pid;
+	uint64_t ignored_signals; /* bit N-1: signal N */
+	struct rlimit limits[RLIM_NLIMITS];
+	int nice;
+	uint8_t cpu_affinity[128];
+	size_t cpu_affinity_len;
+	int oom_score_adj;
+	unsigned io_priority;
+	int sched_policy;
+	int sched_priority;
+	unsigned long personality;
+};
+
+/* Record the calling process's state. Call once, before any launch. */
+int launch_self_init(struct launch_self *self);
+
 struct launch_plan {
 	const char *path;
 	char **argv;
@@ -44,7 +68,7 @@ struct launch_plan {
 	const uint32_t *targets;  /* the fd number each gets in the program */
 	unsigned ntargets;
 	int *scratch;             /* 2 * ntargets ints, for the child's use */
-	pid_t launcher;           /* the child's parent */
+	const struct launch_self *self; /* the launcher, the child's parent */
 	/* The caller's process state (has_state), else the defaults. */
 	bool has_state;
 	mode_t umask;
@@ -77,6 +101,9 @@ struct launch_report {
 	int32_t err;
 };
 
-NORETURN void launch_child(const struct launch_plan *plan, int status_fd);
+/* Start the program. Returns its pid, or -1 with errno set if no child
+ * could be made; once it returns, the child has exec'd or failed, and a
+ * failure waits in the status pipe. */
+pid_t launch_spawn(const struct launch_plan *plan, int status_fd);
 
 #endif

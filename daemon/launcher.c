@@ -34,7 +34,7 @@ struct launched {
 struct launcher {
 	int chan;
 	int sigfd;
-	pid_t self;
+	struct launch_self self;
 	struct child_filters filters;
 	struct frame_reader reader;
 	int fds[FRAME_MAX_FDS];
@@ -141,9 +141,11 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 		.targets = s->fds,
 		.ntargets = (unsigned)s->n_fds,
 		.scratch = scratch,
-		.launcher = L->self,
+		.self = &L->self,
 		.has_state = s->state != NULL,
 		.limits = limits,
+		.filters = &L->filters,
+		.network = s->network,
 	};
 	if (s->state) {
 		const Toolrun__ProcessState *st = s->state;
@@ -169,15 +171,12 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 		}
 	}
 	plan.nlimits = nlimits;
-	pid = fork();
+	/* The child inherits the read end too; it is close-on-exec. */
+	pid = launch_spawn(&plan, status[1]);
 	if (pid < 0) {
 		err = errno;
 		step = LAUNCH_STEP_FORK;
 		goto out;
-	}
-	if (pid == 0) {
-		close(status[0]);
-		launch_child(&plan, status[1]);
 	}
 	close_fd(&status[1]);
 
@@ -331,6 +330,9 @@ static NORETURN void launcher_main(struct launcher *L, pid_t parent)
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
+	/* Last: what a child inherits, and need not set again. */
+	if (launch_self_init(&L->self) < 0)
+		fatal("read the launcher's own process state", errno);
 
 	L->reader = (struct frame_reader){
 		.max_payload = ORDER_MAX_PAYLOAD,
@@ -389,7 +391,7 @@ int launcher_start(struct launcher_link *link, const int *close_in_child)
 		return -err;
 	}
 	if (pid == 0) {
-		struct launcher L = {.chan = sv[1], .sigfd = -1, .self = getpid()};
+		struct launcher L = {.chan = sv[1], .sigfd = -1};
 		close(sv[0]);
 		for (const int *fd = close_in_child; fd && *fd >= 0; fd++)
 			close(*fd);

@@ -192,14 +192,17 @@ static bool names_toolrun_library(const ProtobufCBinaryData *b)
 
 bool policy_env_matches(const char *patterns, const uint8_t *var, size_t len)
 {
-	const uint8_t *eq = memchr(var, '=', len);
+	/* protobuf-c gives an empty bytes field a NULL pointer, which
+	 * memchr and memcpy must not see, even with a length of 0. */
+	const uint8_t *eq = len ? memchr(var, '=', len) : NULL;
 	size_t name_len = eq ? (size_t)(eq - var) : len;
 	char stack[256], *name = stack;
 	bool hit = false;
 
 	if (name_len >= sizeof(stack) && !(name = malloc(name_len + 1)))
 		return true; /* cannot tell: treat as matching (drop it) */
-	memcpy(name, var, name_len);
+	if (name_len)
+		memcpy(name, var, name_len);
 	name[name_len] = '\0';
 	for (const char *p = patterns; *p && !hit;) {
 		size_t n = strcspn(p, " \t");

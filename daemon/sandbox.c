@@ -135,15 +135,17 @@ static int export_bpf(scmp_filter_ctx ctx, struct sock_fprog *out)
 	return r;
 }
 
-static int build_child_filter(bool network, struct sock_fprog *out)
+/* A program inherits the launcher's deny-list through fork; its own
+ * filter adds only what differs per tool. Each filter a process installs
+ * costs the kernel a pass over every system call number (the action
+ * cache), so the program's stays a few instructions long. */
+static int build_network_filter(struct sock_fprog *out)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
 		return -ENOMEM;
-	int r = add_deny_list(ctx);
-	if (r == 0 && !network)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
-				     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+	int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
+				 SCMP_A0(SCMP_CMP_NE, AF_UNIX, 0));
 	if (r == 0)
 		r = export_bpf(ctx, out);
 	seccomp_release(ctx);
@@ -152,19 +154,17 @@ static int build_child_filter(bool network, struct sock_fprog *out)
 
 int sandbox_child_filters(struct child_filters *out, char *err, size_t errlen)
 {
-	int r = build_child_filter(false, &out->deny_network);
-	if (r == 0)
-		r = build_child_filter(true, &out->allow_network);
-	return r < 0 ? fail(err, errlen, r, "program filters") : 0;
+	int r = build_network_filter(&out->deny_network);
+	return r < 0 ? fail(err, errlen, r, "program filter") : 0;
 }
 
 int sandbox_child_apply(const struct child_filters *f, bool network)
 {
-	const struct sock_fprog *prog = network ? &f->allow_network : &f->deny_network;
-
+	/* Set in the launcher already; said again so that a program never
+	 * runs without it, whatever its launcher did. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog) < 0)
+	if (!network && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &f->deny_network) < 0)
 		return -errno;
 	return 0;
 }

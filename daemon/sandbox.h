@@ -23,10 +23,10 @@
 #include <stddef.h>
 
 /* Compiled once in the launcher, installed in each program without
- * allocating (between fork and exec). */
+ * allocating (between fork and exec), on top of the launcher's own
+ * deny-list, which every program inherits. */
 struct child_filters {
-	struct sock_fprog deny_network;
-	struct sock_fprog allow_network;
+	struct sock_fprog deny_network; /* socket() other than AF_UNIX: EACCES */
 };
 
 /* Each returns 0, or -errno with a one-line reason in err. */
@@ -34,7 +34,8 @@ int sandbox_listener(int death_note_fd, char *err, size_t errlen);
 int sandbox_launcher(char *err, size_t errlen);
 int sandbox_child_filters(struct child_filters *out, char *err, size_t errlen);
 
-/* In a program's process, just before execve: async-signal-safe. */
+/* In a program's process, just before execve: async-signal-safe.
+ * network = allow adds no filter of its own. */
 int sandbox_child_apply(const struct child_filters *f, bool network);
 
 /* The name of a system call of this architecture, for the log. */

@@ -1,0 +1,245 @@
+#!/usr/bin/env bats
+# Bombs are contained by the per-tool limits, and the daemon keeps serving
+# other requests, with bounded memory, while one goes off.
+#
+# The daemon runs as nobody (serving root), because RLIMIT_NPROC does not
+# bind root. It counts every process of the user, so this is the one file
+# that sets off process bombs as nobody; the limits below leave room for
+# another file's nobody daemon running at the same time.
+
+load helpers
+
+NPROC=64
+AS_MIB=256
+# The listener's peak resident memory, whatever goes through it.
+MEMORY_BOUND_KIB=$((64 * 1024))
+
+setup_file() {
+	tr_start_nobody "tools = bomb" \
+		"[tool.bomb]" "rlimit_nproc = $NPROC" "rlimit_as = ${AS_MIB}M" \
+		"[tool.head]" "rlimit_fsize = 1M" "timeout = 0" \
+		"[tool.cat]" "timeout = 3" \
+		"[tool.tr]" "timeout = 3"
+	echo "hello from a small file" >"$TR_DIR/small"
+	chmod 644 "$TR_DIR/small"
+}
+
+teardown_file() {
+	tr_stop
+}
+
+listener_pid() {
+	children_named "$(tr_daemon_pid)" toolrund-listen
+}
+
+# The pids of the processes in process group PGID.
+in_group() {
+	local pgid=$1 f stat rest pgrp
+	for f in /proc/[0-9]*/stat; do
+		read -r stat 2>/dev/null <"$f" || continue
+		rest=${stat##*) }
+		read -r _ _ pgrp _ <<<"$rest"
+		if [ "$pgrp" = "$pgid" ]; then
+			f=${f#/proc/}
+			echo "${f%/stat}"
+		fi
+	done
+}
+
+# A request from another shell that must be served meanwhile.
+small_request_served() {
+	run timeout 60 "$TR_BASH" "cd / && cat $TR_DIR/small"
+	[ "$status" -eq 0 ]
+	[ "$output" = "hello from a small file" ]
+}
+
+# Wait for background job PID to end, killing it after 30 s; its status
+# in job_status.
+wait_job() {
+	local pid=$1 i
+	for i in $(seq 1 600); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	job_status=0
+	wait "$pid" || job_status=$?
+}
+
+# Set off a fork bomb and wait until fork failed: it then holds all its
+# processes until stop_fork_bomb. Leaves its report in $TR_DIR/fork.out.
+start_fork_bomb() {
+	rm -f "$TR_DIR/hold" "$TR_DIR/fork.out"
+	mkfifo -m 644 "$TR_DIR/hold"
+	# Read and write: opening a FIFO so never waits for the other end.
+	exec 7<>"$TR_DIR/hold"
+	"$TR_BASH" "cd $TR_DIR && $BOMB fork 1000 <hold >fork.out 2>&1" 3>&- 7>&- &
+	BOMB_CLIENT=$!
+	local i
+	for i in $(seq 1 600); do
+		grep -q '^fork ' "$TR_DIR/fork.out" 2>/dev/null && break
+		sleep 0.05
+	done
+	BOMB_GROUP=$(sed -n 's/^group //p' "$TR_DIR/fork.out")
+	BOMB_FORKED=$(sed -n 's/^forked //p' "$TR_DIR/fork.out")
+}
+
+# End of its stdin: the bomb exits, leaving its children to the daemon.
+stop_fork_bomb() {
+	exec 7>&-
+	wait_job "$BOMB_CLIENT"
+}
+
+# Run LINE through toolrun with its stdout a pipe (the agent's), while
+# sampling the listener's resident memory. Sets via_status, and leaves the
+# output in $TR_DIR/out, stderr in $TR_DIR/err, the samples in $TR_DIR/rss.
+output_bomb() {
+	local listener sampler
+	listener=$(listener_pid)
+	: >"$TR_DIR/rss"
+	while proc_status "$listener" VmRSS >>"$TR_DIR/rss"; do sleep 0.1; done 3>&- &
+	sampler=$!
+	{
+		local st=0
+		# Killed, not ended, if it hangs: 137 cannot pass for a timeout.
+		timeout -s KILL 60 "$TR_BASH" "cd / && $1" 2>"$TR_DIR/err" || st=$?
+		echo "$st" >"$TR_DIR/status"
+	} | cat >"$TR_DIR/out"
+	kill "$sampler" 2>/dev/null || true
+	wait "$sampler" || true
+	via_status=$(cat "$TR_DIR/status")
+}
+
+# The listener's peak and sampled memory stayed under the bound.
+memory_bounded() {
+	local hwm max
+	hwm=$(proc_status "$(listener_pid)" VmHWM)
+	hwm=${hwm%kB}
+	max=$(sed 's/kB$//' "$TR_DIR/rss" | sort -n | tail -n 1)
+	[ "$(wc -l <"$TR_DIR/rss")" -gt 0 ]
+	echo "# listener: VmHWM ${hwm} kB, largest VmRSS sample ${max} kB" >&3
+	[ "$hwm" -lt "$MEMORY_BOUND_KIB" ]
+	[ "$max" -lt "$MEMORY_BOUND_KIB" ]
+}
+
+@test "01-fork-limit: a fork bomb stops at rlimit_nproc, fork failing with EAGAIN" {
+	before=$(tasks_of_uid 65534)
+	start_fork_bomb
+	stop_fork_bomb
+	grep -qx 'fork EAGAIN' "$TR_DIR/fork.out"
+	# Every task of nobody counts, the daemon's own and the bomb among
+	# them; others may come and go meanwhile.
+	expected=$((NPROC - before - 1))
+	echo "# forked $BOMB_FORKED, $before tasks of nobody before" >&3
+	[ "$BOMB_FORKED" -le $((NPROC - 4)) ] # the daemon's 3 and the bomb
+	[ "$BOMB_FORKED" -ge $((expected - 10)) ]
+	[ "$BOMB_FORKED" -le $((expected + 10)) ]
+}
+
+@test "02-fork-serving: while a fork bomb holds its processes, other requests are served" {
+	start_fork_bomb
+	grep -qx 'fork EAGAIN' "$TR_DIR/fork.out"
+	# Still held: every process of the bomb is alive.
+	[ "$(in_group "$BOMB_GROUP" | wc -l)" -eq $((BOMB_FORKED + 1)) ]
+	small_request_served
+	"$TR_CLI" ping >/dev/null
+	[ "$(in_group "$BOMB_GROUP" | wc -l)" -eq $((BOMB_FORKED + 1)) ]
+	stop_fork_bomb
+}
+
+@test "03-fork-cleanup: when the bomb exits, every process it made is gone" {
+	start_fork_bomb
+	# Held by the limit, not cleaned up by the bomb itself.
+	grep -qx 'fork EAGAIN' "$TR_DIR/fork.out"
+	[ "$BOMB_FORKED" -gt 0 ]
+	[ -n "$BOMB_GROUP" ]
+	stop_fork_bomb
+	# The daemon ends the group as it reaps the leader; the children go as
+	# soon as they are reaped in turn.
+	for i in $(seq 1 200); do
+		[ -z "$(in_group "$BOMB_GROUP")" ] && break
+		sleep 0.05
+	done
+	[ -z "$(in_group "$BOMB_GROUP")" ]
+	[ -z "$(processes_named 65534 bomb)" ]
+}
+
+@test "04-memory: a memory bomb fails with ENOMEM below rlimit_as" {
+	run timeout 60 "$TR_BASH" "cd / && $BOMB mem 1024"
+	[ "$status" -eq 0 ]
+	[ "${lines[1]}" = "malloc ENOMEM" ]
+	mib=$(sed -n 's/^allocated \([0-9]*\) MiB$/\1/p' <<<"${lines[0]}")
+	echo "# allocated $mib MiB under a limit of $AS_MIB MiB" >&3
+	[ "$mib" -lt "$AS_MIB" ]
+	# What stopped it was the limit: the program's own mappings take
+	# some of the address space, not half of it.
+	[ "$mib" -ge $((AS_MIB / 2)) ]
+}
+
+@test "05-file-size: a file-size bomb dies of SIGXFSZ as it would directly, the file exactly 1 MiB" {
+	run --separate-stderr plain_bash "cd $TR_DIR && ulimit -f 1024 && head -c 10M /dev/zero > direct.big"
+	[ "$status" -eq 153 ] # 128 + SIGXFSZ
+	[[ "$stderr" == *"File size limit exceeded"* ]]
+	[ "$(stat -c %s "$TR_DIR/direct.big")" -eq 1048576 ]
+	run --separate-stderr tr_bash "cd $TR_DIR && head -c 10M /dev/zero > via.big"
+	[ "$status" -eq 153 ]
+	[[ "$stderr" == *"File size limit exceeded"* ]]
+	[ "$(stat -c %s "$TR_DIR/via.big")" -eq 1048576 ]
+	rm -f "$TR_DIR/direct.big" "$TR_DIR/via.big"
+}
+
+@test "06-output-timeout: cat /dev/zero to the agent ends at the timeout, output cut, memory bounded" {
+	output_bomb "cat /dev/zero"
+	[ "$via_status" -eq 124 ]
+	grep -qx 'toolrun: cat: timed out after 3 s' "$TR_DIR/err"
+	# max_bytes of NULs, then the marker line.
+	[ "$(head -c 4000 "$TR_DIR/out" | wc -c)" -eq 4000 ]
+	[ "$(head -c 4000 "$TR_DIR/out" | tr -d '\0' | wc -c)" -eq 0 ]
+	tail -c +4001 "$TR_DIR/out" | grep -aEqx '\.\.\.\[truncated: [0-9]+ bytes, 0 lines omitted\]'
+	memory_bounded
+}
+
+@test "07-output-serving: while output floods in, other requests are served" {
+	# head, with no timeout, floods until its caller is told to stop.
+	listener=$(listener_pid)
+	: >"$TR_DIR/rss"
+	rm -f "$TR_DIR/flood.out"
+	"$TR_BASH" "cd / && exec head -c 1T /dev/zero" 2>/dev/null 3>&- > >(cat >"$TR_DIR/flood.out") &
+	client=$!
+	for i in $(seq 1 600); do
+		[ "$(stat -c %s "$TR_DIR/flood.out" 2>/dev/null || echo 0)" -ge 4000 ] && break
+		sleep 0.05
+	done
+	[ "$(stat -c %s "$TR_DIR/flood.out")" -ge 4000 ]
+	proc_status "$listener" VmRSS >>"$TR_DIR/rss"
+	small_request_served
+	proc_status "$listener" VmRSS >>"$TR_DIR/rss"
+	# Still flooding: the caller has not ended.
+	kill -0 "$client"
+	kill -TERM "$client"
+	# 128 + SIGTERM: forwarded, the program died of it, and so its caller.
+	wait_job "$client"
+	[ "$job_status" -eq 143 ]
+	memory_bounded
+}
+
+@test "08-many-lines: a flood of empty lines is cut to max_lines, memory bounded" {
+	# tr alone, its stdin /dev/zero: in a pipeline from cat, cat's own
+	# timeout could end the flood before tr's.
+	output_bomb "tr '\\0' '\\n' </dev/zero"
+	[ "$via_status" -eq 124 ]
+	grep -qx 'toolrun: tr: timed out after 3 s' "$TR_DIR/err"
+	[ "$(wc -l <"$TR_DIR/out")" -eq 201 ]
+	[ "$(head -n 200 "$TR_DIR/out" | tr -d '\n' | wc -c)" -eq 0 ]
+	tail -n 1 "$TR_DIR/out" | grep -Eqx '\.\.\.\[truncated: [0-9]+ bytes, [0-9]+ lines omitted\]'
+	memory_bounded
+}
+
+@test "09-long-line: one endless line is cut to max_bytes, memory bounded" {
+	output_bomb "tr '\\0' x </dev/zero"
+	[ "$via_status" -eq 124 ]
+	grep -qx 'toolrun: tr: timed out after 3 s' "$TR_DIR/err"
+	[ "$(head -n 1 "$TR_DIR/out")" = "$(printf 'x%.0s' $(seq 1 4000))" ]
+	tail -n 1 "$TR_DIR/out" | grep -Eqx '\.\.\.\[truncated: [0-9]+ bytes, 0 lines omitted\]'
+	memory_bounded
+}
