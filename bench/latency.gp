@@ -1,0 +1,17 @@
+# The latency distribution of bash -c 'cat small_file': direct, through
+# toolrun, and through the PATH-shim baseline, as cumulative fractions.
+# toolrun-bench runs it: gnuplot -e "dat='latency.dat'" -e "png='latency.png'" latency.gp
+set terminal png size 960,560 font ",11"
+set output png
+stats dat using 1 nooutput
+n = STATS_records
+set title "bash -c 'cat small\\_file', ".n." calls each way, interleaved"
+set logscale x 10
+set xlabel "wall time per call, ms (log scale)"
+set ylabel "fraction of calls at most that long"
+set yrange [0:1]
+set key bottom right
+set grid
+plot dat using 1:(1.0/n) smooth cumulative title "direct" lw 2, \
+     dat using 2:(1.0/n) smooth cumulative title "toolrun (LD\\_PRELOAD + toolrund)" lw 2, \
+     dat using 3:(1.0/n) smooth cumulative title "PATH shim (bash + socat + C daemon)" lw 2
