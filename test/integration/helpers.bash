@@ -68,13 +68,15 @@ EOF2
 	chmod +x "$TR_BASH" "$PLAIN_BASH"
 }
 
+# Start the daemon on $TOOLRUN_CONFIG and wait until it answers on its
+# socket ($TR_SOCKET, by default $TR_DIR/s.sock).
 tr_launch() {
 	"$TR_DAEMON" --config "$TOOLRUN_CONFIG" -v 2>>"$TR_DIR/daemon.log" &
 	TR_PID=$!
 	echo "$TR_PID" >"$TR_DIR/daemon.pid"
 	local i
 	for i in $(seq 1 100); do
-		[ -S "$TR_DIR/s.sock" ] && "$TR_CLI" ping >/dev/null 2>&1 && return 0
+		[ -S "${TR_SOCKET:-$TR_DIR/s.sock}" ] && "$TR_CLI" ping >/dev/null 2>&1 && return 0
 		sleep 0.05
 	done
 	echo "toolrund did not come up; its log:" >&2

@@ -112,16 +112,7 @@ tr_start_nobody() {
 	} >"$TOOLRUN_CONFIG"
 	chmod 644 "$TOOLRUN_CONFIG"
 	tr_write_wrappers
-	"$TR_DAEMON" --config "$TOOLRUN_CONFIG" -v 2>>"$TR_DIR/daemon.log" &
-	echo "$!" >"$TR_DIR/daemon.pid"
-	local _
-	for _ in $(seq 1 100); do
-		[ -S "$TR_SOCKET" ] && "$TR_CLI" ping >/dev/null 2>&1 && return 0
-		sleep 0.05
-	done
-	echo "toolrund did not come up; its log:" >&2
-	cat "$TR_DIR/daemon.log" >&2
-	return 1
+	tr_launch
 }
 
 # Fail, showing both, unless the two texts are equal.
