@@ -8,10 +8,10 @@
  *             restarts the daemon. Anything else not listed fails with
  *             ENOSYS.
  *   launcher  a deny-list of what neither it nor any program needs.
- *   programs  the same deny-list (EPERM), with clone3 and io_uring_*
- *             failing with ENOSYS so that libc falls back, and with
- *             network = deny, socket() for anything but AF_UNIX failing
- *             with EACCES.
+ *   programs  inherit that deny-list (EPERM, with clone3 and io_uring_*
+ *             failing with ENOSYS so that libc falls back); with
+ *             network = deny, a filter of their own on top makes socket()
+ *             for anything but AF_UNIX fail with EACCES.
  *
  * Every process sets no_new_privs first.
  */
