@@ -229,6 +229,7 @@ static void ask_reload(struct conn *c)
 		return;
 	}
 	c->state = CONN_RELOADING;
+	c->reader.max_payload = MAX_SMALL_FRAME;
 }
 
 /* Answer every client waiting for a reload. */

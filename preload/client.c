@@ -281,11 +281,12 @@ static void collect_fds(struct client *cl)
 }
 
 /*
- * The program has its own copies of the fds it inherits now. Ours would
+ * The program runs, with its own copies of the fds it inherits. Ours would
  * keep a pipe's read end open after the program died, so that the writer
  * upstream (`seq | cat | head -1`) never got its SIGPIPE; and a write end
- * would delay a reader's end of file. Stderr stays: our own messages go
- * there.
+ * would delay a reader's end of file. Not before Started: an exec that
+ * fails returns to a caller that still needs them. Stderr stays: our own
+ * messages go there.
  */
 static void drop_passed_fds(struct client *cl)
 {
@@ -626,6 +627,7 @@ static bool on_message(struct client *cl, const Toolrun__ServerMessage *m)
 		return false;
 	case TOOLRUN__SERVER_MESSAGE__MSG_STARTED:
 		cl->started = true;
+		drop_passed_fds(cl);
 		return false;
 	case TOOLRUN__SERVER_MESSAGE__MSG_OUTPUT:
 		on_output(cl, m->output);
@@ -825,7 +827,6 @@ void client_run(const struct client_call *call, struct client_result *res)
 		goto out;
 	}
 	close_fd(&cl.cwd_fd);
-	drop_passed_fds(&cl);
 	event_loop(&cl);
 out:
 	release(&cl);

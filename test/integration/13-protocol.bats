@@ -107,3 +107,19 @@ still_serving() {
 	still_serving
 	[ "$(grep -c 'warn: client pid' "$TR_DIR/daemon.log")" -ge 9 ]
 }
+
+@test "13-protocol-reload: Reload is answered with Reloaded, then a close" {
+	frame reload
+	[ "${lines[0]}" = "hello 1" ]
+	[[ "${lines[1]}" == "reloaded ok: $TOOLRUN_CONFIG: "*" tools (was "*"), truncate=sink" ]]
+	[ "${lines[2]}" = closed ]
+	still_serving
+}
+
+@test "13-protocol-reader-gone-first: ReaderGone before a Request gets UNEXPECTED_MESSAGE" {
+	frame reader-gone-first
+	[ "${lines[0]}" = "hello 1" ]
+	[ "${lines[1]}" = "error ERROR_UNEXPECTED_MESSAGE: expected Request, Ping or Reload after Hello" ]
+	[ "${lines[2]}" = closed ]
+	still_serving
+}
