@@ -21,6 +21,7 @@
 #include "config.h"
 #include "connect.h"
 #include "frame.h"
+#include "sink.h"
 #include "toolrun.pb-c.h"
 #include "util.h"
 
@@ -199,6 +200,10 @@ static int run(struct config *cfg, char **argv)
 	};
 	struct client_result res;
 
+	/* A command of its own: its stdout and stderr are the caller's
+	 * view, as a login shell's are (preload/sink.h). */
+	sink_declare_own();
+	call.envp = environ;
 	client_run(&call, &res);
 	if (res.outcome == CLIENT_UNREACHABLE) {
 		fprintf(stderr, "toolrun: %s\n", res.reason);

@@ -652,7 +652,7 @@ static bool on_message(struct client *cl, const Toolrun__ServerMessage *m)
 	case TOOLRUN__SERVER_MESSAGE__MSG_ERROR:
 		if (cl->started)
 			fail_running(cl, "toolrund ended the request", m->error->message);
-		unreachable(cl, EPROTO, "toolrund refused the request",
+		unreachable(cl, EACCES, "toolrund refused the request",
 			    m->error->message);
 		return true;
 	case TOOLRUN__SERVER_MESSAGE__MSG_PONG:

@@ -26,6 +26,7 @@
 #include "resolve.h"
 #include "safety.h"
 #include "sbuf.h"
+#include "sink.h"
 #include "util.h"
 
 #ifndef TOOLRUN_VERSION
@@ -70,8 +71,10 @@ static void before_fork(void)
 			 cfgcache_file(environ, preload_ctx.inherited_config));
 }
 
-/* Loading the library costs one atfork registration and one getenv, and
- * nothing else: no file is read until the process forks or execs. */
+/* Loading the library costs one atfork registration and a few getenv,
+ * and nothing else: no file is read until the process forks or execs.
+ * Only the first process of a tree, which declares the agent's streams,
+ * does more (two fstat and two setenv). */
 __attribute__((constructor)) static void preload_init(void)
 {
 	const char *cfg = getenv("TOOLRUN_CONFIG");
@@ -80,6 +83,8 @@ __attribute__((constructor)) static void preload_init(void)
 	if (len < sizeof(preload_ctx.inherited_config))
 		memcpy(preload_ctx.inherited_config, cfg ? cfg : "", len + 1);
 	nested_hide(&preload_ctx.nested);
+	if (!preload_ctx.nested.active)
+		sink_declare_own();
 	pthread_atfork(before_fork, NULL, NULL);
 }
 

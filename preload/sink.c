@@ -1,10 +1,13 @@
 #include "sink.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <termios.h>
+#include <unistd.h>
 
+#include "sbuf.h"
 #include "util.h"
 
 struct identity {
@@ -79,22 +82,52 @@ void sink_decide(const struct config *cfg, const struct limits *limits,
 		parse_identity(d_err, &declared[1]);
 
 	bool unlimited = limits->max_bytes == 0 && limits->max_lines == 0;
+	/* Nothing declared: nothing is known to reach the agent, and data
+	 * must never be cut. */
+	if (!have_declaration && cfg->truncate != TRUNCATE_ALWAYS)
+		unlimited = true;
 	bool shape[2];
 	for (int i = 0; i < 2; i++) {
 		if (!open_fd[i] || unlimited)
 			shape[i] = false;
 		else if (cfg->truncate == TRUNCATE_ALWAYS)
 			shape[i] = true;
-		else if (have_declaration)
+		else
 			shape[i] = (declared[0].set && declared[0].dev == st[i].st_dev &&
 				    declared[0].ino == st[i].st_ino) ||
 				   (declared[1].set && declared[1].dev == st[i].st_dev &&
 				    declared[1].ino == st[i].st_ino);
-		else
-			shape[i] = reaches_agent_by_kind(1 + i, &st[i]);
 	}
 	out->shape_stdout = shape[0];
 	out->shape_stderr = shape[1];
 	out->joined = shape[0] && shape[1] && st[0].st_dev == st[1].st_dev &&
 		      st[0].st_ino == st[1].st_ino;
+}
+
+/* "DEV:INO" of fd if it can reach the agent, else "" (declared: not). */
+static void own_identity(int fd, char *buf, size_t len)
+{
+	struct stat st;
+	struct sbuf sb = {.buf = buf, .cap = len};
+
+	buf[0] = '\0';
+	if (fstat(fd, &st) < 0 || !reaches_agent_by_kind(fd, &st))
+		return;
+	sbuf_add_u64(&sb, (uint64_t)st.st_dev);
+	sbuf_addc(&sb, ':');
+	sbuf_add_u64(&sb, (uint64_t)st.st_ino);
+}
+
+void sink_declare_own(void)
+{
+	char out[48], err[48];
+	const char *off = getenv("TOOLRUN");
+
+	if (getenv("TOOLRUN_AGENT_STDOUT") || getenv("TOOLRUN_AGENT_STDERR") ||
+	    (off && strcmp(off, "off") == 0))
+		return;
+	own_identity(STDOUT_FILENO, out, sizeof(out));
+	own_identity(STDERR_FILENO, err, sizeof(err));
+	setenv("TOOLRUN_AGENT_STDOUT", out, 0);
+	setenv("TOOLRUN_AGENT_STDERR", err, 0);
 }

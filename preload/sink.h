@@ -1,11 +1,18 @@
 /*
  * Which output streams reach the agent, for `truncate = sink`.
  *
- * The profile snippet declares the login shell's stdout and stderr in
- * TOOLRUN_AGENT_STDOUT / TOOLRUN_AGENT_STDERR as "DEV:INO". A stream is
- * agent-facing when it is one of those files. Without a declaration, a
- * pipe, a socket or a terminal counts. Regular files, /dev/null and other
- * devices never do.
+ * TOOLRUN_AGENT_STDOUT / TOOLRUN_AGENT_STDERR declare the agent's streams as
+ * "DEV:INO" (empty: that stream is not the agent's). A stream is
+ * agent-facing when it is one of those files: output that flows into
+ * another program, a file or a command substitution never is.
+ *
+ * Who declares: the first process of a tree that has the library, from
+ * the library's constructor (sink_declare_own), which is how every
+ * `docker exec BOX bash -c ...` in the image declares the streams the
+ * agent reads; and the profile snippet, for a login shell started without
+ * the library. A pipe, a socket or a terminal is declared; a regular
+ * file, /dev/null or another device is not. Where nothing is declared
+ * (the variables were removed), nothing is cut.
  *
  * A stream is shaped only where its limits could cut something: with no
  * byte and no line limit the program gets the caller's descriptor itself,
@@ -27,5 +34,10 @@ struct sink_decision {
 
 void sink_decide(const struct config *cfg, const struct limits *limits,
 		 char *const envp[], struct sink_decision *out);
+
+/* In the library's constructor of a process that is not below toolrund:
+ * declare its own stdout and stderr, unless a declaration is inherited
+ * or toolrun is off. Costs three environment lookups when there is one. */
+void sink_declare_own(void);
 
 #endif

@@ -70,3 +70,30 @@ teardown_file() {
 	[ "${#lines[0]}" -eq 4000 ]
 	[ "${lines[1]}" = "...[truncated: 1001 bytes, 0 lines omitted]" ]
 }
+
+# A bash that has the library from its first instruction, as every
+# `docker exec BOX bash -c ...` in the image has it (ENV LD_PRELOAD), and
+# no profile: the library declares that shell's own streams.
+preloaded_bash() {
+	env -u BASH_ENV -u TOOLRUN_AGENT_STDOUT -u TOOLRUN_AGENT_STDERR \
+		LD_PRELOAD="$TR_LIB" TR_MARK="$TR_MARK" bash -c "$1" | cat
+}
+
+@test "07-sink-declared-by-library: bash -c with the library: its stdout is the agent's, nothing else" {
+	run preloaded_bash "echo \"\$TOOLRUN_AGENT_STDOUT\"; cat $TR_DIR/big | wc -l; cat $TR_DIR/big"
+	[[ "${lines[0]}" =~ ^[0-9]+:[0-9]+$ ]]
+	[ "${lines[1]}" = 50000 ]
+	[ "${lines[2]}" = "line 1" ]
+	[[ "${lines[-1]}" == "...[truncated: "* ]]
+}
+
+@test "07-sink-data-never-cut: output that flows on into a program is never cut, nor marked" {
+	# A substitution, then a pipe: neither is the agent's stream.
+	run preloaded_bash "x=\$(seq 300 | sed s/x/y/); echo \"\$x\" | tail -n 2"
+	[ "$output" = $'299\n300' ]
+}
+
+@test "07-sink-declared-none: a stream declared empty is not the agent's: nothing is cut" {
+	run preloaded_bash "TOOLRUN_AGENT_STDOUT= TOOLRUN_AGENT_STDERR= cat $TR_DIR/big"
+	[ "${#lines[@]}" -eq 50000 ]
+}

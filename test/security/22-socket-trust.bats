@@ -52,7 +52,7 @@ refusal() {
 	run env TOOLRUN_CONFIG="$conf" "$TR_BASH" 'cat /etc/hostname'
 	[ "$status" -eq 126 ]
 	[ "${lines[0]}" = "$(refusal "$TR_SOCKET" "$RUN_DIR is owned by uid 65534, not root, the caller or the daemon's user")" ]
-	[[ "${lines[1]}" == *"/cat: Permission denied" ]]
+	[[ "${lines[1]}" == *"/cat: Operation not permitted" ]]
 }
 
 @test "03-others-write: a socket directory others may write to is refused" {
