@@ -56,7 +56,7 @@ ct_restart_delay() {
 	ct_kill_daemon
 	local cause="toolrun-init\[1\] warn: toolrund \(pid $KILLED\) was killed by signal 9 \(SIGKILL\)"
 	ct_wait_for "$CT_WAIT" bash -c "docker logs '$CT_BOX' 2>&1 | grep -qE '$cause(; restarting| after [0-9]+ ms; restarting in [0-9]+ ms)\$'"
-	ct_log | grep -q "toolrun-init\[1\] info: started /usr/sbin/toolrund (pid $(ct_daemon_pid))"
+	ct_log | grep -q "toolrun-init\[1\] info: started /opt/toolrun/sbin/toolrund (pid $(ct_daemon_pid))"
 }
 
 @test "05-supervision: a daemon that exits by itself is restarted too" {
