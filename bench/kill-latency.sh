@@ -18,6 +18,7 @@ trap 'kill "$daemon" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
 
 cat >"$dir/toolrun.conf" <<CONF
 socket = $dir/s.sock
+socket_fallback =
 tools = find
 CONF
 "$build/daemon/toolrund" --config "$dir/toolrun.conf" 2>"$dir/daemon.log" &

@@ -453,6 +453,7 @@ static void start_daemon(struct bench *b)
 	xsnprintf(text, sizeof(text),
 		 "# written by toolrun-bench\n"
 		 "socket = %s\n"
+		 "socket_fallback =\n"
 		 "tools = cat sleep\n"
 		 "max_bytes = 4000\n"
 		 "max_lines = 200\n"

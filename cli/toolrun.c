@@ -2,6 +2,8 @@
  * toolrun: talk to toolrund from the command line.
  *
  *   toolrun ping                     is the daemon serving? (exit 0 if so)
+ *   toolrun reload                   make the daemon read its config again
+ *                                    (exit 0; 2 if it refused the file)
  *   toolrun run PROGRAM [ARGS...]    run a program through the daemon
  *
  * `run` sends PROGRAM as it is (no PATH search, no local checks): what
@@ -10,8 +12,6 @@
  */
 #include <string.h>
 #include <sys/select.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -19,9 +19,9 @@
 #include "cfgcache.h"
 #include "client.h"
 #include "config.h"
+#include "connect.h"
 #include "frame.h"
 #include "toolrun.pb-c.h"
-#include "trust.h"
 #include "util.h"
 
 extern char **environ;
@@ -29,6 +29,7 @@ extern char **environ;
 static int usage(FILE *out, int code)
 {
 	fprintf(out, "usage: toolrun ping\n"
+		     "       toolrun reload\n"
 		     "       toolrun run PROGRAM [ARGS...]\n");
 	return code;
 }
@@ -51,22 +52,6 @@ static struct config *load_config(void)
 	return cfg;
 }
 
-static int connect_to(const char *path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -errno;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	return fd;
-}
-
 static int send_msg(int fd, Toolrun__ClientMessage *m)
 {
 	uint8_t buf[256];
@@ -74,89 +59,132 @@ static int send_msg(int fd, Toolrun__ClientMessage *m)
 	return frame_send(fd, buf, n, NULL, 0);
 }
 
-static int ping(const struct config *cfg)
+/* Receive one message from toolrund, waiting at most wait_s seconds.
+ * NULL after saying why on stderr. */
+static Toolrun__ServerMessage *receive(int fd, struct frame_reader *rd, int wait_s)
 {
-	char why[512];
-	if (trust_socket_path(cfg, why, sizeof(why)) < 0) {
-		fprintf(stderr, "toolrun: %s\n", why);
-		return 1;
-	}
-	int fd = connect_to(cfg->socket);
-	if (fd < 0) {
-		fprintf(stderr, "toolrun: cannot reach toolrund at %s: %s\n",
-			cfg->socket, errno_text(fd));
-		return 1;
-	}
-	if (trust_peer(cfg, fd, why, sizeof(why)) < 0) {
-		fprintf(stderr, "toolrun: %s\n", why);
-		close(fd);
-		return 1;
-	}
-	Toolrun__Hello h = TOOLRUN__HELLO__INIT;
-	Toolrun__Ping p = TOOLRUN__PING__INIT;
-	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
-	h.protocol_version = TOOLRUN__VERSION__VERSION_CURRENT;
-	h.software = (char *)"toolrun " TOOLRUN_VERSION;
-	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
-	m.hello = &h;
-	int r = send_msg(fd, &m);
-	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_PING;
-	m.ping = &p;
-	if (r == 0)
-		r = send_msg(fd, &m);
-	/* A daemon that refuses a peer says why, then closes: the reason
-	 * may be waiting, unread. */
-	if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
-		fprintf(stderr, "toolrun: cannot send to toolrund: %s\n", errno_text(r));
-		return 1;
-	}
-
-	static uint8_t payload[FRAME_MAX_SERVER_PAYLOAD];
-	struct frame_reader rd = {
-		.max_payload = FRAME_MAX_SERVER_PAYLOAD,
-		.payload = payload,
-		.payload_cap = sizeof(payload),
-	};
 	for (;;) {
-		r = frame_reader_read(&rd, fd);
+		int r = frame_reader_read(rd, fd);
 		if (r == FRAME_READ_AGAIN) {
 			fd_set set;
 			FD_ZERO(&set);
 			FD_SET(fd, &set);
-			struct timeval tv = {.tv_sec = 5};
+			struct timeval tv = {.tv_sec = wait_s};
 			if (select(fd + 1, &set, NULL, NULL, &tv) <= 0) {
-				fprintf(stderr, "toolrun: toolrund did not answer within 5 s\n");
-				return 1;
+				fprintf(stderr, "toolrun: toolrund did not answer within %d s\n", wait_s);
+				return NULL;
 			}
 			continue;
 		}
 		if (r != FRAME_READ_READY) {
 			fprintf(stderr, "toolrun: toolrund closed the connection: %s\n",
 				r == FRAME_READ_EOF ? "end of stream" : errno_text(r));
-			return 1;
+			return NULL;
 		}
 		Toolrun__ServerMessage *sm =
-			toolrun__server_message__unpack(NULL, rd.h.length, rd.payload);
-		frame_reader_next(&rd);
+			toolrun__server_message__unpack(NULL, rd->h.length, rd->payload);
+		frame_reader_next(rd);
 		if (!sm) {
 			fprintf(stderr, "toolrun: undecodable answer from toolrund\n");
-			return 1;
-		}
-		if (sm->msg_case == TOOLRUN__SERVER_MESSAGE__MSG_PONG) {
-			printf("%s serving on %s: %u connections, %u running, %llu served, up %llu s\n",
-			       sm->pong->software, cfg->socket, sm->pong->connections,
-			       sm->pong->running, (unsigned long long)sm->pong->served,
-			       (unsigned long long)sm->pong->uptime_s);
-			toolrun__server_message__free_unpacked(sm, NULL);
-			return 0;
+			return NULL;
 		}
 		if (sm->msg_case == TOOLRUN__SERVER_MESSAGE__MSG_ERROR) {
 			fprintf(stderr, "toolrun: toolrund refused: %s\n", sm->error->message);
 			toolrun__server_message__free_unpacked(sm, NULL);
-			return 1;
+			return NULL;
 		}
+		if (sm->msg_case != TOOLRUN__SERVER_MESSAGE__MSG_HELLO)
+			return sm;
 		toolrun__server_message__free_unpacked(sm, NULL);
 	}
+}
+
+/*
+ * One exchange: Hello and msg, then the answer of the kind expected.
+ * wait_s bounds both the wait for a restarting daemon and for the answer.
+ */
+static Toolrun__ServerMessage *ask(const struct config *cfg, Toolrun__ClientMessage *msg,
+				   Toolrun__ServerMessage__MsgCase expect, uint32_t wait_s,
+				   const char **where)
+{
+	static uint8_t payload[FRAME_MAX_SERVER_PAYLOAD];
+	char why[512];
+	int fd = connect_daemon(cfg, wait_s, where, why, sizeof(why));
+	if (fd < 0) {
+		fprintf(stderr, "toolrun: %s\n", why);
+		return NULL;
+	}
+	Toolrun__Hello h = TOOLRUN__HELLO__INIT;
+	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
+	h.protocol_version = TOOLRUN__VERSION__VERSION_CURRENT;
+	h.software = (char *)"toolrun " TOOLRUN_VERSION;
+	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
+	m.hello = &h;
+	int r = send_msg(fd, &m);
+	if (r == 0)
+		r = send_msg(fd, msg);
+	/* A daemon that refuses a peer says why, then closes: the reason
+	 * may be waiting, unread. */
+	if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
+		fprintf(stderr, "toolrun: cannot send to toolrund: %s\n", errno_text(r));
+		close(fd);
+		return NULL;
+	}
+	struct frame_reader rd = {
+		.max_payload = FRAME_MAX_SERVER_PAYLOAD,
+		.payload = payload,
+		.payload_cap = sizeof(payload),
+	};
+	Toolrun__ServerMessage *sm = receive(fd, &rd, wait_s ? (int)wait_s : 5);
+	close(fd);
+	if (sm && sm->msg_case != expect) {
+		fprintf(stderr, "toolrun: unexpected answer from toolrund\n");
+		toolrun__server_message__free_unpacked(sm, NULL);
+		return NULL;
+	}
+	return sm;
+}
+
+static int ping(const struct config *cfg)
+{
+	Toolrun__Ping p = TOOLRUN__PING__INIT;
+	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
+	const char *where = cfg->socket;
+
+	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_PING;
+	m.ping = &p;
+	/* A health check answers at once: it does not wait for a restart. */
+	Toolrun__ServerMessage *sm = ask(cfg, &m, TOOLRUN__SERVER_MESSAGE__MSG_PONG, 0, &where);
+	if (!sm)
+		return 1;
+	printf("%s serving on %s: %u connection%s, %u running, %llu served, up %llu s\n",
+	       sm->pong->software, where, sm->pong->connections,
+	       sm->pong->connections == 1 ? "" : "s", sm->pong->running,
+	       (unsigned long long)sm->pong->served, (unsigned long long)sm->pong->uptime_s);
+	toolrun__server_message__free_unpacked(sm, NULL);
+	return 0;
+}
+
+/* Exit 0 when the new config is in force, 2 when the file was refused. */
+static int reload(const struct config *cfg)
+{
+	Toolrun__Reload r = TOOLRUN__RELOAD__INIT;
+	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
+	const char *where = cfg->socket;
+
+	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_RELOAD;
+	m.reload = &r;
+	Toolrun__ServerMessage *sm = ask(cfg, &m, TOOLRUN__SERVER_MESSAGE__MSG_RELOADED,
+					 cfg->wait_daemon_s, &where);
+	if (!sm)
+		return 1;
+	int code = sm->reloaded->ok ? 0 : 2;
+	if (sm->reloaded->ok)
+		printf("toolrund reloaded %s\n", sm->reloaded->message);
+	else
+		fprintf(stderr, "toolrun: toolrund kept its config: %s\n", sm->reloaded->message);
+	toolrun__server_message__free_unpacked(sm, NULL);
+	return code;
 }
 
 static int run(struct config *cfg, char **argv)
@@ -192,6 +220,8 @@ int main(int argc, char **argv)
 	struct config *cfg = load_config();
 	if (strcmp(argv[1], "ping") == 0 && argc == 2)
 		return ping(cfg);
+	if (strcmp(argv[1], "reload") == 0 && argc == 2)
+		return reload(cfg);
 	if (strcmp(argv[1], "run") == 0 && argc >= 3)
 		return run(cfg, argv + 2);
 	return usage(stderr, 2);

@@ -56,6 +56,15 @@ static const uint64_t rlimit_defaults[POLICY_RLIMIT_COUNT] = {
 	[POLICY_RLIMIT_CPU] = 600,
 };
 
+/* Where toolrund listens when the directory of `socket` is read-only or
+ * not its own: /dev/shm is a writable tmpfs in every Docker container and
+ * Kubernetes pod, even with a read-only root; /tmp often is too. */
+static const char *const socket_fallback_defaults[] = {
+	"/dev/shm/toolrun/toolrun.sock",
+	"/tmp/toolrun/toolrun.sock",
+};
+#define WAIT_DAEMON_MAX 600
+
 /* Variables no tool sees unless the config says otherwise. */
 static const char env_deny_default[] = "*TOKEN* *SECRET* *KEY*";
 
@@ -102,6 +111,11 @@ void config_init(struct config *cfg, const char *file)
 	memset(cfg, 0, sizeof(*cfg));
 	copy_str(cfg->file, sizeof(cfg->file), file);
 	copy_str(cfg->socket, sizeof(cfg->socket), "/run/toolrun/toolrun.sock");
+	for (unsigned i = 0; i < ARRAY_SIZE(socket_fallback_defaults); i++)
+		copy_str(cfg->socket_fallback[i], CONFIG_SOCKET_MAX,
+			 socket_fallback_defaults[i]);
+	cfg->nsocket_fallback = ARRAY_SIZE(socket_fallback_defaults);
+	cfg->wait_daemon_s = 5;
 	cfg->defaults.max_bytes = 4000;
 	cfg->defaults.max_lines = 200;
 	cfg->defaults.timeout_s = 30;
@@ -113,6 +127,16 @@ void config_init(struct config *cfg, const char *file)
 		 &cfg->defaults.env_deny);
 	cfg->truncate = TRUNCATE_SINK;
 	cfg->fallback = FALLBACK_FAIL;
+}
+
+unsigned config_socket_count(const struct config *cfg)
+{
+	return 1 + cfg->nsocket_fallback;
+}
+
+const char *config_socket_at(const struct config *cfg, unsigned i)
+{
+	return i == 0 ? cfg->socket : cfg->socket_fallback[i - 1];
 }
 
 const char *config_text(const struct config *cfg, uint32_t off)
@@ -316,7 +340,54 @@ static const char *const scalar_keys[] = {
 	"socket", "max_bytes", "max_lines", "timeout", "truncate", "fallback",
 	"user", "allow_uids", "network", "env_allow", "env_deny",
 	"rlimit_as", "rlimit_nproc", "rlimit_fsize", "rlimit_nofile", "rlimit_cpu",
+	"socket_fallback", "wait_daemon",
 };
+
+/* A socket path: absolute, and short enough for PATH.new in sun_path. */
+static bool check_socket_path(struct parse_state *st, const char *key,
+			      const char *value, size_t len)
+{
+	char what[64];
+	struct sbuf sb = SBUF_INIT(what);
+
+	sbuf_add(&sb, key);
+	if (len == 0 || value[0] != '/') {
+		sbuf_add(&sb, " must be an absolute path, not '");
+		fail(st, what, value, "'");
+		return false;
+	}
+	/* toolrund binds PATH.new and renames it over PATH. */
+	if (len > CONFIG_SOCKET_MAX - 1 - 4) {
+		sbuf_add(&sb, " path is longer than 103 bytes: ");
+		fail(st, what, value, NULL);
+		return false;
+	}
+	return true;
+}
+
+/* socket_fallback: paths separated by spaces; empty: none. */
+static int parse_socket_fallback(struct parse_state *st, const char *value)
+{
+	struct config *cfg = st->cfg;
+
+	cfg->nsocket_fallback = 0;
+	for (const char *p = value + strspn(value, " \t"); *p;) {
+		size_t n = strcspn(p, " \t");
+		char path[CONFIG_SOCKET_MAX + 1];
+		/* A longer word is refused as too long: keep one byte more. */
+		size_t keep = n < sizeof(path) - 1 ? n : sizeof(path) - 1;
+		memcpy(path, p, keep);
+		path[keep] = '\0';
+		if (!check_socket_path(st, "socket_fallback", path, n))
+			return 0;
+		if (cfg->nsocket_fallback == CONFIG_MAX_FALLBACKS)
+			return fail(st, "socket_fallback lists more than 4 paths", NULL, NULL);
+		copy_str(cfg->socket_fallback[cfg->nsocket_fallback++], CONFIG_SOCKET_MAX, path);
+		p += n;
+		p += strspn(p, " \t");
+	}
+	return 1;
+}
 
 static int handle_global(struct parse_state *st, const char *name,
 			 const char *value)
@@ -340,14 +411,17 @@ static int handle_global(struct parse_state *st, const char *name,
 		return r;
 
 	if (strcmp(name, "socket") == 0) {
-		if (value[0] != '/')
-			return fail(st, "socket must be an absolute path, not '",
-				    value, "'");
-		/* toolrund binds PATH.new and renames it over PATH. */
-		if (strlen(value) > CONFIG_SOCKET_MAX - 1 - 4)
-			return fail(st, "socket path is longer than 103 bytes: ",
-				    value, NULL);
+		if (!check_socket_path(st, "socket", value, strlen(value)))
+			return 0;
 		copy_str(cfg->socket, sizeof(cfg->socket), value);
+	} else if (strcmp(name, "socket_fallback") == 0) {
+		return parse_socket_fallback(st, value);
+	} else if (strcmp(name, "wait_daemon") == 0) {
+		uint64_t v;
+		if (!parse_uint(value, WAIT_DAEMON_MAX, &v))
+			return fail(st, "wait_daemon must be a number of seconds up to 600 (0: do not wait), not '",
+				    value, "'");
+		cfg->wait_daemon_s = (uint32_t)v;
 	} else if (strcmp(name, "truncate") == 0) {
 		if (strcmp(value, "sink") == 0)
 			cfg->truncate = TRUNCATE_SINK;

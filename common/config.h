@@ -18,6 +18,8 @@
 /* Tool names and paths are stored back to back in one pool. */
 #define CONFIG_POOL_SIZE (16 * 1024)
 #define CONFIG_SOCKET_MAX 108 /* sizeof(sun_path) */
+/* Places to listen when `socket` cannot be used (socket_fallback). */
+#define CONFIG_MAX_FALLBACKS 4
 #define CONFIG_PATH_MAX 1024
 #define CONFIG_ERROR_MAX 1280
 
@@ -90,6 +92,15 @@ struct tool {
 struct config {
 	char file[CONFIG_PATH_MAX]; /* where it was read from, for messages */
 	char socket[CONFIG_SOCKET_MAX];
+	/* Where toolrund listens when the directory of `socket` cannot be
+	 * made or used (a read-only root, a directory of another user); the
+	 * library tries `socket`, then these, in order. */
+	char socket_fallback[CONFIG_MAX_FALLBACKS][CONFIG_SOCKET_MAX];
+	unsigned nsocket_fallback;
+	/* Seconds the library waits for a daemon that is restarting (its
+	 * socket or lock file is there, but nobody answers) before it gives
+	 * up; 0: at once. */
+	uint32_t wait_daemon_s;
 	/* The user toolrund runs as when started as root ("" : stay). */
 	char user[64];
 	/* The peers served, as names or numbers ("": the daemon's own uid). */
@@ -132,6 +143,11 @@ const char *config_tool_name(const struct config *cfg, int tool);
 
 /* The limits in force for a tool: its overrides over the defaults. */
 struct limits config_tool_limits(const struct config *cfg, int tool);
+
+/* The places toolrund may listen, in the order they are tried: `socket`,
+ * then each socket_fallback. */
+unsigned config_socket_count(const struct config *cfg);
+const char *config_socket_at(const struct config *cfg, unsigned i);
 
 /* The text of a pool string (offset, length) as a NUL-terminated string. */
 const char *config_text(const struct config *cfg, uint32_t off);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "launch.h"
@@ -105,10 +106,10 @@ static void describe_stream(char *buf, size_t len, const struct job_stream *s,
 		return;
 	}
 	shaper_stats(&s->shaper, &st);
-	snprintf(buf, len, "%lluB/%lluL-dropped:%lluB/%lluL",
+	snprintf(buf, len, "%lluB/%lluL-dropped:%lluB/%lluL%s",
 		 (unsigned long long)st.bytes_seen, (unsigned long long)st.lines_seen,
 		 (unsigned long long)st.bytes_dropped,
-		 (unsigned long long)st.lines_dropped);
+		 (unsigned long long)st.lines_dropped, s->reader_gone ? "-reader-gone" : "");
 }
 
 static void log_job(const struct job *j, const struct exit_report *r)
@@ -391,6 +392,20 @@ void job_signal(struct job *j, int signo)
 	}
 }
 
+void job_reader_gone(struct job *j, Toolrun__Stream stream)
+{
+	struct job_stream *s = &j->out[stream == TOOLRUN__STREAM__STREAM_STDERR ? 1 : 0];
+
+	if (!s->shaped || s->fd < 0)
+		return; /* not ours to close (joined stderr has no pipe of its own) */
+	log_debug("job %llu: the reader of its %s is gone; closing the pipe",
+		  (unsigned long long)j->id, s->stream == TOOLRUN__STREAM__STREAM_STDERR
+						     ? "stderr" : "stdout");
+	s->reader_gone = true;
+	close_stream(s);
+	job_maybe_finish(j);
+}
+
 void job_client_gone(struct job *j)
 {
 	j->conn = NULL;
@@ -522,9 +537,17 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 	c->job = j;
 
 	if (v == POLICY_NOT_LISTED) {
-		char reason[CONFIG_PATH_MAX + 64];
+		char reason[CONFIG_PATH_MAX + 160];
 		snprintf(j->tool, sizeof(j->tool), "-");
-		snprintf(reason, sizeof(reason), "not a tool listed in %s", L->cfg->file);
+		/* The caller's library read the file as listing it: the file
+		 * changed since the daemon read it, most likely. */
+		char when[32];
+		struct tm tm;
+		gmtime_r(&L->cfg_read_at, &tm);
+		strftime(when, sizeof(when), "%H:%M:%S UTC", &tm);
+		snprintf(reason, sizeof(reason),
+			 "not a tool listed in %s as toolrund read it (at %s); if the "
+			 "file lists it now, run 'toolrun reload'", L->cfg->file, when);
 		for (unsigned i = 0; i < nfds; i++)
 			close(fds[i]);
 		j->exited = true;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "log.h"
 #include "policy.h"
 #include "outq.h"
@@ -217,6 +218,31 @@ static void send_pong(struct conn *c)
 	conn_close_after_flush(c);
 }
 
+/* The supervisor reads the file (we cannot) and answers on the control
+ * channel: see listener_dispatch_supervisor. */
+static void ask_reload(struct conn *c)
+{
+	int r = control_send_reload(c->L->control);
+	if (r < 0) {
+		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_INTERNAL,
+			    "cannot reach toolrund's supervisor: %s", errno_text(r));
+		return;
+	}
+	c->state = CONN_RELOADING;
+	c->reader.max_payload = MAX_SMALL_FRAME;
+}
+
+/* Answer every client waiting for a reload. */
+static void answer_reloads(struct listener *L, bool ok, const char *message)
+{
+	for (struct conn *c = L->conns; c; c = c->next) {
+		if (c->dead || c->state != CONN_RELOADING)
+			continue;
+		reply_reloaded(&c->out, ok, message);
+		conn_close_after_flush(c);
+	}
+}
+
 static void conn_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m)
 {
 	if (m->msg_case != TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST && c->reader.nfds) {
@@ -248,9 +274,13 @@ static void conn_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m
 			send_pong(c);
 			return;
 		}
+		if (m->msg_case == TOOLRUN__CLIENT_MESSAGE__MSG_RELOAD) {
+			ask_reload(c);
+			return;
+		}
 		if (m->msg_case != TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST) {
 			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_UNEXPECTED_MESSAGE,
-				    "expected Request or Ping after Hello");
+				    "expected Request, Ping or Reload after Hello");
 			return;
 		}
 		timer_cancel(&c->L->loop, &c->deadline);
@@ -264,9 +294,21 @@ static void conn_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m
 		}
 		return;
 	case CONN_RUNNING:
+		if (m->msg_case == TOOLRUN__CLIENT_MESSAGE__MSG_READER_GONE) {
+			Toolrun__Stream st = m->reader_gone->stream;
+			if (st != TOOLRUN__STREAM__STREAM_STDOUT &&
+			    st != TOOLRUN__STREAM__STREAM_STDERR) {
+				conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE,
+					    "ReaderGone names no stream (%d)", (int)st);
+				return;
+			}
+			if (c->job)
+				job_reader_gone(c->job, st);
+			return;
+		}
 		if (m->msg_case != TOOLRUN__CLIENT_MESSAGE__MSG_SIGNAL) {
 			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_UNEXPECTED_MESSAGE,
-				    "only Signal may follow a Request");
+				    "only Signal or ReaderGone may follow a Request");
 			return;
 		}
 		if (m->signal->signo < 1 || m->signal->signo >= NSIG) {
@@ -276,6 +318,10 @@ static void conn_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m
 		}
 		if (c->job)
 			job_signal(c->job, m->signal->signo);
+		return;
+	case CONN_RELOADING:
+		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_UNEXPECTED_MESSAGE,
+			    "nothing may follow Reload");
 		return;
 	case CONN_CLOSING:
 	default:
@@ -565,6 +611,106 @@ static void on_launcher(struct event_loop *loop, uint32_t events, void *data)
 }
 
 /* ------------------------------------------------------------------ */
+/* The supervisor's channel                                            */
+
+static void use_config(struct listener *L, struct config *cfg)
+{
+	if (L->cfg_owned)
+		free(L->cfg);
+	/* Jobs copied what they need from the old one when they started. */
+	L->cfg = cfg;
+	L->cfg_owned = true;
+	L->cfg_read_at = time(NULL);
+	log_info("serving with the config read again from %s (%u tools, truncate=%s)",
+		 cfg->file, cfg->ntools, cfg->truncate == TRUNCATE_SINK ? "sink" : "always");
+}
+
+static void use_socket(struct listener *L, int fd, const char *path)
+{
+	event_del(&L->loop, &L->listen_ev);
+	close(L->sock->fd);
+	L->sock->fd = fd;
+	snprintf(L->sock->path, sizeof(L->sock->path), "%s", path);
+	if (event_add(&L->loop, &L->listen_ev, fd, EPOLLIN, on_accept, L) < 0) {
+		log_error("epoll: %s", errno_text(errno));
+		L->exit_code = 1;
+		event_loop_stop(&L->loop);
+		return;
+	}
+	log_info("accepting on the new socket %s", path);
+}
+
+/* One message from the supervisor. Returns false if it is malformed. */
+static bool listener_dispatch_supervisor(struct listener *L, const uint8_t *payload,
+					 size_t len, int *fds, unsigned nfds)
+{
+	Toolrun__Control__ToListener *m =
+		toolrun__control__to_listener__unpack(NULL, len, payload);
+	bool ok = m != NULL;
+
+	if (!m)
+		return false;
+	switch (m->msg_case) {
+	case TOOLRUN__CONTROL__TO_LISTENER__MSG_CONFIG: {
+		struct config *cfg = control_config(m->config);
+		ok = cfg && nfds == 0;
+		if (ok) {
+			use_config(L, cfg);
+			answer_reloads(L, true, m->config->summary);
+		} else {
+			free(cfg);
+		}
+		break;
+	}
+	case TOOLRUN__CONTROL__TO_LISTENER__MSG_SOCKET:
+		ok = nfds == 1;
+		if (ok) {
+			use_socket(L, fds[0], m->socket->path);
+			fds[0] = -1; /* ours now */
+		}
+		break;
+	case TOOLRUN__CONTROL__TO_LISTENER__MSG_RELOAD_REFUSED:
+		answer_reloads(L, false, m->reload_refused->message);
+		break;
+	case TOOLRUN__CONTROL__TO_LISTENER__MSG__NOT_SET:
+	default:
+		ok = false;
+	}
+	toolrun__control__to_listener__free_unpacked(m, NULL);
+	return ok;
+}
+
+static void on_supervisor(struct event_loop *loop, uint32_t events, void *data)
+{
+	struct listener *L = data;
+	(void)events;
+
+	for (;;) {
+		int r = frame_reader_read(&L->control_reader, L->control);
+		if (r == FRAME_READ_AGAIN)
+			return;
+		if (r != FRAME_READ_READY) {
+			log_error("the supervisor's channel failed (%s); stopping",
+				  r == FRAME_READ_EOF ? "end of channel" : errno_text(r));
+			L->exit_code = 1;
+			event_loop_stop(loop);
+			return;
+		}
+		bool ok = listener_dispatch_supervisor(L, L->control_reader.payload,
+						       L->control_reader.h.length,
+						       L->control_reader.fds,
+						       L->control_reader.nfds);
+		frame_reader_next(&L->control_reader);
+		if (!ok) {
+			log_error("malformed message from the supervisor; stopping");
+			L->exit_code = 1;
+			event_loop_stop(loop);
+			return;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
 
 static void on_signal(struct event_loop *loop, uint32_t events, void *data)
 {
@@ -573,10 +719,8 @@ static void on_signal(struct event_loop *loop, uint32_t events, void *data)
 	(void)events;
 
 	while (read(L->sigfd, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGHUP) {
-			log_info("SIGHUP: the config is read at start; restart toolrund to apply changes");
-			continue;
-		}
+		if (si.ssi_signo == SIGHUP)
+			continue; /* the supervisor's: it reads the config again */
 		log_info("%s: stopping", sigabbrev_np((int)si.ssi_signo));
 		event_loop_stop(loop);
 	}
@@ -589,6 +733,7 @@ static int listener_init(struct listener *L)
 	int r;
 
 	L->started_us = monotonic_us();
+	L->cfg_read_at = time(NULL);
 	/* Half the fds for those arriving with requests: the rest stay for
 	 * connections, pipes and the launcher's channel. */
 	struct rlimit nofile;
@@ -614,10 +759,12 @@ static int listener_init(struct listener *L)
 		.max_payload = 64 * 1024,
 		.grow = frame_grow_heap,
 	};
-	L->listen_ev.fd = L->sig_ev.fd = L->launcher_ev.fd = -1;
+	L->control_reader = control_reader(L->control_fds);
+	L->listen_ev.fd = L->sig_ev.fd = L->launcher_ev.fd = L->control_ev.fd = -1;
 	if (event_add(&L->loop, &L->listen_ev, L->sock->fd, EPOLLIN, on_accept, L) < 0 ||
 	    event_add(&L->loop, &L->sig_ev, L->sigfd, EPOLLIN, on_signal, L) < 0 ||
-	    event_add(&L->loop, &L->launcher_ev, L->launcher.fd, EPOLLIN, on_launcher, L) < 0) {
+	    event_add(&L->loop, &L->launcher_ev, L->launcher.fd, EPOLLIN, on_launcher, L) < 0 ||
+	    event_add(&L->loop, &L->control_ev, L->control, EPOLLIN, on_supervisor, L) < 0) {
 		log_error("epoll: %s", errno_text(errno));
 		return -errno;
 	}
@@ -656,6 +803,11 @@ int listener_main(struct listener *L, int death_note)
 	outq_clear(&L->launcher_out);
 	close_fd(&L->launcher.fd);
 	free(L->launcher_reader.payload);
+	frame_reader_drop_fds(&L->control_reader);
+	free(L->control_reader.payload);
+	close_fd(&L->control);
+	if (L->cfg_owned)
+		free(L->cfg);
 	free(L->emit);
 	close_fd(&L->sigfd);
 	return L->exit_code;

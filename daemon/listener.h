@@ -2,8 +2,10 @@
  * The listener: toolrund's process that faces clients.
  *
  * Peers:
- *   clients   ─ Hello, Request (+fds), Signal, Ping ─►  listener
- *   clients   ◄─ Hello, Started, Output, Exit, Error, Pong ─  listener
+ *   supervisor  ─ Config, Socket (+fd), ReloadRefused ─►  listener
+ *   supervisor  ◄─ Reload ─  listener
+ *   clients   ─ Hello, Request (+fds), Signal, ReaderGone, Ping, Reload ─►  listener
+ *   clients   ◄─ Hello, Started, Output, Exit, Error, Pong, Reloaded ─  listener
  *   launcher  ◄─ Spawn (+fds), Kill, Release ─  listener
  *   launcher  ─ Spawned, Exited ─►  listener
  *
@@ -19,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "config.h"
 #include "event.h"
@@ -62,6 +65,7 @@ enum conn_state {
 	CONN_HELLO,   /* waiting for Hello */
 	CONN_REQUEST, /* waiting for Request or Ping */
 	CONN_RUNNING, /* a job runs; Signal may arrive */
+	CONN_RELOADING, /* Reload sent to the supervisor: waiting for its answer */
 	CONN_CLOSING, /* flushing the last messages, then close */
 };
 
@@ -89,6 +93,7 @@ struct job_stream {
 	Toolrun__Stream stream;
 	bool shaped;
 	bool paused;            /* client slow: not reading for now */
+	bool reader_gone;       /* the client's reader left: pipe closed */
 	struct shaper shaper;
 };
 
@@ -125,6 +130,14 @@ struct listener {
 	struct timer accept_pause;
 	int sigfd;
 	struct event_source sig_ev;
+
+	/* The supervisor's channel (control.h): new configs and sockets. */
+	int control;
+	struct event_source control_ev;
+	struct frame_reader control_reader;
+	int control_fds[FRAME_MAX_FDS];
+	bool cfg_owned;         /* cfg came from a reload: ours to free */
+	time_t cfg_read_at;     /* when it was read, for messages */
 
 	struct launcher_link launcher;
 	struct event_source launcher_ev;
@@ -165,6 +178,8 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds,
 	       unsigned nfds);
 void job_signal(struct job *j, int signo);
 void job_client_gone(struct job *j);
+/* The client's reader of a shaped stream is gone (ReaderGone). */
+void job_reader_gone(struct job *j, Toolrun__Stream stream);
 void job_on_spawned(struct listener *L, uint64_t id, pid_t pid, int err,
 		    unsigned step);
 void job_on_exited(struct listener *L, uint64_t id, int wait_status);

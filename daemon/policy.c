@@ -39,6 +39,8 @@ static bool has_unknown_fields(const Toolrun__ClientMessage *m)
 	case TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST: inner = &m->request->base; break;
 	case TOOLRUN__CLIENT_MESSAGE__MSG_SIGNAL: inner = &m->signal->base; break;
 	case TOOLRUN__CLIENT_MESSAGE__MSG_PING: inner = &m->ping->base; break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG_READER_GONE: inner = &m->reader_gone->base; break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG_RELOAD: inner = &m->reload->base; break;
 	case TOOLRUN__CLIENT_MESSAGE__MSG__NOT_SET:
 	default: break;
 	}

@@ -110,3 +110,15 @@ int reply_pong(struct outq *q, const Toolrun__Pong *pong)
 	m.pong = (Toolrun__Pong *)pong;
 	return push(q, &m);
 }
+
+int reply_reloaded(struct outq *q, bool ok, const char *message)
+{
+	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
+	Toolrun__Reloaded r = TOOLRUN__RELOADED__INIT;
+
+	r.ok = ok;
+	r.message = (char *)message;
+	m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_RELOADED;
+	m.reloaded = &r;
+	return push(q, &m);
+}

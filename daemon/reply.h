@@ -35,5 +35,6 @@ int reply_output(struct outq *q, Toolrun__Stream stream, const uint8_t *p,
 int reply_exit(struct outq *q, const struct exit_report *r);
 int reply_error(struct outq *q, Toolrun__ErrorCode code, const char *message);
 int reply_pong(struct outq *q, const Toolrun__Pong *pong);
+int reply_reloaded(struct outq *q, bool ok, const char *message);
 
 #endif

@@ -7,7 +7,11 @@
  *             to a "death note" fd for the supervisor, which logs it and
  *             restarts the daemon. Anything else not listed fails with
  *             ENOSYS.
- *   launcher  a deny-list of what neither it nor any program needs.
+ *   supervisor  a deny-list of what neither it nor any program needs
+ *             (no allow-list: the launcher and every program inherit the
+ *             supervisor's filter, and programs may do anything else).
+ *   launcher  inherits that deny-list (installs it itself when it has no
+ *             filter yet).
  *   programs  inherit that deny-list (EPERM, with clone3 and io_uring_*
  *             failing with ENOSYS so that libc falls back); with
  *             network = deny, a filter of their own on top makes socket()
@@ -31,6 +35,7 @@ struct child_filters {
 
 /* Each returns 0, or -errno with a one-line reason in err. */
 int sandbox_listener(int death_note_fd, char *err, size_t errlen);
+int sandbox_supervisor(char *err, size_t errlen);
 int sandbox_launcher(char *err, size_t errlen);
 int sandbox_child_filters(struct child_filters *out, char *err, size_t errlen);
 

@@ -9,6 +9,7 @@
 #ifndef TOOLRUN_SOCK_H
 #define TOOLRUN_SOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -31,7 +32,21 @@ struct listen_socket {
 int sock_listen(struct listen_socket *ls, const char *path, mode_t dir_mode,
 		uid_t owner, gid_t group, char *err, size_t errlen);
 
-/* Stop listening and remove the socket if it is still ours. */
+/*
+ * The socket at ls->path was removed or replaced: make its directory if it
+ * is gone, take a new lock file if that is gone too, and bind a new
+ * socket there. On success ls->fd is the new socket (the old one is
+ * closed). Returns 0, or -errno with a one-line reason in err.
+ */
+int sock_renew(struct listen_socket *ls, mode_t dir_mode, uid_t owner, gid_t group,
+	       char *err, size_t errlen);
+
+/* Stop listening and remove the socket and its lock file if the socket
+ * is still ours. */
 void sock_close(struct listen_socket *ls);
+
+/* Is the file at ls->path still the socket we bound? If not (removed, or
+ * replaced), false with why set to one line. */
+bool sock_still_ours(const struct listen_socket *ls, char *why, size_t whylen);
 
 #endif

@@ -9,11 +9,13 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "launcher.h"
 #include "listener.h"
 #include "log.h"
@@ -27,11 +29,18 @@
 #define RESTART_MAX_MS 1000
 /* How long the listener and launcher get to stop before SIGKILL. */
 #define STOP_WAIT_MS 2000
+/* How often the socket's file is checked: removed or replaced, it is made
+ * again (clients would otherwise find nobody, and a new toolrund could not
+ * start, since this one holds the lock). */
+#define SOCKET_CHECK_MS 1000
 
 struct pair {
 	pid_t listener;
 	pid_t launcher;
 	int note;           /* read end of the listener's death note */
+	int control;        /* our end of the control channel (control.h) */
+	struct frame_reader control_reader;
+	int control_fds[FRAME_MAX_FDS];
 	uint64_t started_ms;
 	uint64_t kill_at_ms; /* one of them ended: the other by then, or SIGKILL */
 };
@@ -45,7 +54,7 @@ static uint64_t now_ms(void)
 
 /* The listener's process: it never returns. */
 static NORETURN void listener_process(struct supervisor *S, pid_t parent,
-				      struct launcher_link link, int note)
+				      struct launcher_link link, int note, int control)
 {
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(1);
@@ -60,6 +69,7 @@ static NORETURN void listener_process(struct supervisor *S, pid_t parent,
 	L->cfg = S->cfg;
 	L->sock = S->sock;
 	L->launcher = link;
+	L->control = control;
 	memcpy(L->allowed, S->allowed, sizeof(L->allowed));
 	L->nallowed = S->nallowed;
 	int code = listener_main(L, note);
@@ -71,21 +81,31 @@ static NORETURN void listener_process(struct supervisor *S, pid_t parent,
 	__builtin_unreachable();
 }
 
+static void close_pair_fds(int note[2], int control[2])
+{
+	for (int i = 0; i < 2; i++) {
+		close_fd(&note[i]);
+		close_fd(&control[i]);
+	}
+}
+
 static int start_pair(struct supervisor *S, struct pair *p)
 {
-	int note[2];
+	int note[2] = {-1, -1}, control[2] = {-1, -1};
 	struct launcher_link link;
 
-	if (pipe2(note, O_CLOEXEC) < 0) {
-		log_error("cannot create a pipe: %s", errno_text(errno));
+	if (pipe2(note, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control) < 0) {
+		log_error("cannot create the listener's channels: %s", errno_text(errno));
+		close_pair_fds(note, control);
 		return -1;
 	}
-	const int launcher_closes[] = {S->sock->fd, S->sock->lock_fd, note[0], note[1], -1};
+	const int launcher_closes[] = {S->sock->fd, S->sock->lock_fd, note[0], note[1],
+				       control[0], control[1], -1};
 	int r = launcher_start(&link, launcher_closes);
 	if (r < 0) {
 		log_error("cannot start the launcher: %s", errno_text(r));
-		close(note[0]);
-		close(note[1]);
+		close_pair_fds(note, control);
 		return -1;
 	}
 	pid_t parent = getpid();
@@ -94,26 +114,29 @@ static int start_pair(struct supervisor *S, struct pair *p)
 		log_error("cannot start the listener: %s", errno_text(errno));
 		kill(link.pid, SIGKILL);
 		close(link.fd);
-		close(note[0]);
-		close(note[1]);
+		close_pair_fds(note, control);
 		p->launcher = link.pid;
-		p->note = -1;
+		p->note = p->control = -1;
 		return -1;
 	}
 	if (pid == 0) {
 		close(note[0]);
-		listener_process(S, parent, link, note[1]);
+		close(control[0]);
+		listener_process(S, parent, link, note[1], control[1]);
 	}
-	/* The channel is the listener's: with our copy closed, either end's
-	 * death is the other's end of file. */
+	/* The channels are the listener's: with our copies closed, either
+	 * end's death is the other's end of file. */
 	close(link.fd);
 	close(note[1]);
+	close(control[1]);
 	*p = (struct pair){
 		.listener = pid,
 		.launcher = link.pid,
 		.note = note[0],
+		.control = control[0],
 		.started_ms = now_ms(),
 	};
+	p->control_reader = control_reader(p->control_fds);
 	log_info("started the launcher (pid %d) and the listener (pid %d)",
 		 (int)link.pid, (int)pid);
 	return 0;
@@ -144,6 +167,10 @@ static void listener_ended(struct pair *p, int status, bool stopping)
 		log_warn("the listener (pid %d) %s", (int)p->listener, cause);
 	}
 	close_fd(&p->note);
+	frame_reader_drop_fds(&p->control_reader);
+	free(p->control_reader.payload);
+	p->control_reader = control_reader(p->control_fds);
+	close_fd(&p->control);
 	p->listener = 0;
 }
 
@@ -187,13 +214,118 @@ static unsigned backoff_ms(unsigned quick)
 	return MIN(ms, RESTART_MAX_MS);
 }
 
+/* "FILE: 12 tools (was 11)", and what needs a restart to apply. */
+static void reload_summary(char *buf, size_t len, const struct config *old,
+			   const struct config *cfg)
+{
+	int n = snprintf(buf, len, "%s: %u tools (was %u), truncate=%s", cfg->file,
+			 cfg->ntools, old->ntools,
+			 cfg->truncate == TRUNCATE_SINK ? "sink" : "always");
+	const char *fixed[4];
+	unsigned nfixed = 0;
+
+	if (strcmp(cfg->socket, old->socket) != 0 ||
+	    cfg->nsocket_fallback != old->nsocket_fallback ||
+	    memcmp(cfg->socket_fallback, old->socket_fallback, sizeof(old->socket_fallback)) != 0)
+		fixed[nfixed++] = "socket";
+	if (strcmp(cfg->user, old->user) != 0)
+		fixed[nfixed++] = "user";
+	if (strcmp(config_text(cfg, cfg->allow_uids), config_text(old, old->allow_uids)) != 0 ||
+	    cfg->allow_uids_len != old->allow_uids_len)
+		fixed[nfixed++] = "allow_uids";
+	for (unsigned i = 0; i < nfixed && n > 0 && (size_t)n < len; i++)
+		n += snprintf(buf + n, len - (size_t)n, "%s%s",
+			      i ? ", " : "; restart toolrund to apply ", fixed[i]);
+}
+
+/*
+ * Read the config file again (SIGHUP, or a client's Reload through the
+ * listener). A valid file becomes the config of every new request; an
+ * invalid one is refused with its FILE:LINE reason and the old one stays.
+ * socket, user and allow_uids keep their running values until a restart.
+ */
+static void reload(struct supervisor *S, struct pair *p)
+{
+	struct config *cfg = malloc(sizeof(*cfg));
+	char *scratch = malloc(CONFIG_MAX_FILE + 1);
+	char msg[CONFIG_ERROR_MAX + 64];
+
+	if (!cfg || !scratch) {
+		snprintf(msg, sizeof(msg), "toolrund is out of memory");
+	} else if (config_load(cfg, S->cfg->file, scratch) < 0) {
+		snprintf(msg, sizeof(msg), "%s", cfg->error);
+	} else {
+		reload_summary(msg, sizeof(msg), S->cfg, cfg);
+		log_info("config read again: %s", msg);
+		if (S->cfg_owned)
+			free(S->cfg);
+		S->cfg = cfg;
+		S->cfg_owned = true;
+		free(scratch);
+		if (p->control >= 0 && control_send_config(p->control, cfg, msg) < 0)
+			log_warn("cannot send the new config to the listener");
+		return;
+	}
+	log_error("config not read again, the old one stays: %s", msg);
+	if (p->control >= 0)
+		control_send_reload_refused(p->control, msg);
+	free(cfg);
+	free(scratch);
+}
+
+/* The listener asks on a client's behalf. */
+static void supervisor_dispatch_listener(struct supervisor *S, struct pair *p)
+{
+	for (;;) {
+		int r = frame_reader_read(&p->control_reader, p->control);
+		if (r != FRAME_READ_READY)
+			return; /* again later; or the listener is ending, reaped soon */
+		Toolrun__Control__FromListener *m = toolrun__control__from_listener__unpack(
+			NULL, p->control_reader.h.length, p->control_reader.payload);
+		frame_reader_next(&p->control_reader);
+		if (m && m->msg_case == TOOLRUN__CONTROL__FROM_LISTENER__MSG_RELOAD)
+			reload(S, p);
+		else
+			log_error("malformed message from the listener on the control channel");
+		if (m)
+			toolrun__control__from_listener__free_unpacked(m, NULL);
+	}
+}
+
+/* The socket file was removed or replaced: make it again, and hand the
+ * new socket to the listener. If that fails, stop: a supervisor such as
+ * toolrun-init starts a daemon that can. */
+static bool check_socket(struct supervisor *S, struct pair *p)
+{
+	char why[CONFIG_SOCKET_MAX + 64], err[512];
+
+	if (sock_still_ours(S->sock, why, sizeof(why)))
+		return true;
+	log_warn("%s; listening on a new socket there", why);
+	if (sock_renew(S->sock, S->dir_mode, S->uid, S->gid, err, sizeof(err)) < 0) {
+		log_error("cannot make the socket again: %s; stopping", err);
+		return false;
+	}
+	if (p->control >= 0 && control_send_socket(p->control, S->sock->fd, S->sock->path) < 0)
+		log_warn("cannot hand the new socket to the listener");
+	return true;
+}
+
 int supervisor_run(struct supervisor *S)
 {
 	sigset_t mask;
-	struct pair p = {.note = -1};
+	struct pair p = {.note = -1, .control = -1};
 	bool stopping = false;
 	uint64_t restart_at = 0, stop_deadline = 0;
+	uint64_t socket_check_at = now_ms() + SOCKET_CHECK_MS;
+	char err[256];
+
+	if (sandbox_supervisor(err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		return 1;
+	}
 	unsigned quick = 0;
+	int code = 0;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
@@ -227,9 +359,18 @@ int supervisor_run(struct supervisor *S)
 		}
 		if (stopping && now >= stop_deadline)
 			kill_pair(&p, SIGKILL);
+		if (!stopping && now >= socket_check_at) {
+			socket_check_at = now + SOCKET_CHECK_MS;
+			if (!check_socket(S, &p)) {
+				stopping = true;
+				stop_deadline = now + STOP_WAIT_MS;
+				kill_pair(&p, SIGTERM);
+				code = 1;
+			}
+		}
 
 		int timeout = -1;
-		uint64_t next = 0;
+		uint64_t next = stopping ? 0 : socket_check_at;
 		if (!stopping && idle)
 			next = restart_at;
 		if (p.kill_at_ms && (!next || p.kill_at_ms < next))
@@ -239,19 +380,25 @@ int supervisor_run(struct supervisor *S)
 		if (next)
 			timeout = next > now ? (int)(next - now) : 0;
 
-		struct pollfd pfd = {.fd = sigfd, .events = POLLIN};
-		if (poll(&pfd, 1, timeout) < 0 && errno != EINTR) {
+		struct pollfd pfd[2] = {
+			{.fd = sigfd, .events = POLLIN},
+			{.fd = p.control, .events = POLLIN},
+		};
+		if (poll(pfd, p.control >= 0 ? 2 : 1, timeout) < 0 && errno != EINTR) {
 			log_error("poll: %s", errno_text(errno));
 			kill_pair(&p, SIGKILL);
 			return 1;
 		}
+		if (p.control >= 0 && (pfd[1].revents & (POLLIN | POLLHUP)))
+			supervisor_dispatch_listener(S, &p);
 		struct signalfd_siginfo si;
 		while (read(sigfd, &si, sizeof(si)) == sizeof(si)) {
 			switch (si.ssi_signo) {
 			case SIGCHLD:
 				break;
 			case SIGHUP:
-				log_info("SIGHUP: the config is read at start; restart toolrund to apply changes");
+				log_info("SIGHUP: reading %s again", S->cfg->file);
+				reload(S, &p);
 				break;
 			default:
 				if (!stopping) {
@@ -278,7 +425,9 @@ int supervisor_run(struct supervisor *S)
 		}
 	}
 	close_fd(&p.note);
+	close_fd(&p.control);
+	free(p.control_reader.payload);
 	sock_close(S->sock);
 	log_info("stopped");
-	return 0;
+	return code;
 }

@@ -122,6 +122,41 @@ static void raise_fd_limit(void)
 	}
 }
 
+/*
+ * Listen at `socket`, or, when its directory cannot be made or used (a
+ * read-only root, a tmpfs on /run, a directory of another user), at the
+ * first socket_fallback that works: the library looks in the same order.
+ * A socket already served by a running daemon is an error, not a reason
+ * to move.
+ */
+static int listen_somewhere(struct listen_socket *sock, const struct config *cfg,
+			    mode_t dir_mode, uid_t uid, gid_t gid)
+{
+	char err[512], first[512] = "";
+
+	for (unsigned i = 0; i < config_socket_count(cfg); i++) {
+		const char *path = config_socket_at(cfg, i);
+		int r = sock_listen(sock, path, dir_mode, uid, gid, err, sizeof(err));
+		if (r == 0) {
+			if (i > 0)
+				log_warn("listening at %s instead (%s)", path, first);
+			return 0;
+		}
+		sock_close(sock);
+		if (r == -EADDRINUSE || r == -ENAMETOOLONG) {
+			fprintf(stderr, "toolrund: %s\n", err);
+			return -1;
+		}
+		if (i == 0)
+			snprintf(first, sizeof(first), "%s", err);
+		else
+			log_warn("cannot listen at %s either: %s", path, err);
+	}
+	fprintf(stderr, "toolrund: %s%s\n", first,
+		cfg->nsocket_fallback ? ", nor at any socket_fallback" : "");
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -221,11 +256,7 @@ int main(int argc, char **argv)
 	bool others = S.nallowed > 1 || S.allowed[0] != uid;
 
 	struct listen_socket sock;
-	char err[512];
-	if (sock_listen(&sock, cfg->socket, others ? 0755 : 0700, uid, gid, err,
-			sizeof(err)) < 0) {
-		fprintf(stderr, "toolrund: %s\n", err);
-		sock_close(&sock);
+	if (listen_somewhere(&sock, cfg, others ? 0755 : 0700, uid, gid) < 0) {
 		free(cfg);
 		return 1;
 	}
@@ -235,9 +266,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	S.sock = &sock;
+	S.dir_mode = others ? 0755 : 0700;
+	S.uid = uid;
+	S.gid = gid;
 	log_info("toolrund %s: config %s, uid %u, socket %s", TOOLRUN_VERSION, file,
 		 (unsigned)getuid(), sock.path);
 	int code = supervisor_run(&S);
+	if (S.cfg_owned)
+		free(S.cfg);
 	free(cfg);
 	return code;
 }

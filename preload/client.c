@@ -17,11 +17,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "connect.h"
 #include "frame.h"
 #include "sbuf.h"
 #include "sink.h"
 #include "toolrun.pb-c.h"
-#include "trust.h"
 
 /* Signals that a terminal, `kill` or `timeout` send to a program: the
  * client receives them in its place and forwards them. The job-control
@@ -31,8 +31,6 @@ static const int forwarded_signals[] = {
 	SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT,
 };
 
-/* A daemon that accepts nothing for this long is treated as down. */
-#define CONNECT_TIMEOUT_S 10
 /* Decoded messages live here; an Output holds at most 64 KiB. */
 #define UNPACK_ARENA_SIZE (FRAME_MAX_SERVER_PAYLOAD + 16 * 1024)
 /* Protobuf's worst case per string: tag plus a 5-byte length. */
@@ -91,6 +89,7 @@ struct client {
 	struct frame_reader reader;
 	bool got_hello;
 	bool started;
+	bool reader_gone[2]; /* stdout, stderr: told the daemon */
 };
 
 static const char *base_name(const char *path)
@@ -281,6 +280,21 @@ static void collect_fds(struct client *cl)
 		cl->fds[1 + i] = (int)cl->targets[i];
 }
 
+/*
+ * The program runs, with its own copies of the fds it inherits. Ours would
+ * keep a pipe's read end open after the program died, so that the writer
+ * upstream (`seq | cat | head -1`) never got its SIGPIPE; and a write end
+ * would delay a reader's end of file. Not before Started: an exec that
+ * fails returns to a caller that still needs them. Stderr stays: our own
+ * messages go there.
+ */
+static void drop_passed_fds(struct client *cl)
+{
+	for (unsigned i = 0; i < cl->ntargets; i++)
+		if (cl->targets[i] != STDERR_FILENO)
+			close((int)cl->targets[i]);
+}
+
 static bool fill_binaries(struct client *cl, char *const *v, size_t n,
 			  ProtobufCBinaryData **out)
 {
@@ -441,23 +455,6 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 	return 0;
 }
 
-static int connect_daemon(struct client *cl)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	const char *path = cl->call->cfg->socket;
-	struct timeval tv = {.tv_sec = CONNECT_TIMEOUT_S};
-
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	cl->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (cl->sock < 0)
-		return -errno;
-	/* connect() waits at most this long on a full backlog. */
-	setsockopt(cl->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (RETRY_EINTR(connect(cl->sock, (struct sockaddr *)&sa, sizeof(sa))) < 0)
-		return -errno;
-	return 0;
-}
-
 static int take_signals(struct client *cl)
 {
 	sigset_t all, fwd;
@@ -566,28 +563,40 @@ static int write_out(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
-static bool sigpipe_ignored(void)
+/*
+ * Whoever read a shaped stream on our side is gone. Run directly, the
+ * program would get SIGPIPE (or EPIPE) at its next write; so the daemon
+ * closes its end of the program's pipe, and the program meets the same
+ * fate at the same point. Its status then comes back with Exit as usual.
+ */
+static void reader_gone(struct client *cl, int index)
 {
-	struct sigaction sa;
-	return sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
-}
+	Toolrun__ReaderGone gone = TOOLRUN__READER_GONE__INIT;
+	Toolrun__ClientMessage msg = TOOLRUN__CLIENT_MESSAGE__INIT;
+	uint8_t buf[64];
 
-/* Whoever read our output is gone, as it would be for the program. */
-static NORETURN void reader_gone(void)
-{
-	if (sigpipe_ignored())
-		_exit(1);
-	die_by_signal(SIGPIPE, false);
+	if (cl->reader_gone[index])
+		return;
+	cl->reader_gone[index] = true;
+	gone.stream = index ? TOOLRUN__STREAM__STREAM_STDERR : TOOLRUN__STREAM__STREAM_STDOUT;
+	msg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_READER_GONE;
+	msg.reader_gone = &gone;
+	size_t n = frame_pack(&msg.base, 0, buf);
+	/* A failure shows up as EOF on the next read. */
+	(void)frame_send(cl->sock, buf, n, NULL, 0);
 }
 
 static void on_output(struct client *cl, const Toolrun__Output *out)
 {
-	int fd = out->stream == TOOLRUN__STREAM__STREAM_STDERR ? STDERR_FILENO
-							       : STDOUT_FILENO;
-	int r = write_out(fd, out->data.data, out->data.len);
+	int index = out->stream == TOOLRUN__STREAM__STREAM_STDERR ? 1 : 0;
+
+	if (cl->reader_gone[index])
+		return; /* already sent away: nobody reads it */
+	int r = write_out(index ? STDERR_FILENO : STDOUT_FILENO, out->data.data,
+			  out->data.len);
 	if (r == -EPIPE)
-		reader_gone();
-	(void)cl; /* other errors: the stream is gone (closed fd), as is the output */
+		reader_gone(cl, index);
+	/* Other errors: the stream is gone (a closed fd), as is the output. */
 }
 
 static NORETURN void on_exit_started(const Toolrun__Exit *ex)
@@ -618,6 +627,7 @@ static bool on_message(struct client *cl, const Toolrun__ServerMessage *m)
 		return false;
 	case TOOLRUN__SERVER_MESSAGE__MSG_STARTED:
 		cl->started = true;
+		drop_passed_fds(cl);
 		return false;
 	case TOOLRUN__SERVER_MESSAGE__MSG_OUTPUT:
 		on_output(cl, m->output);
@@ -700,20 +710,24 @@ static bool watchable(int fd)
 static void event_loop(struct client *cl)
 {
 	/* Shaped output goes through us: notice when its reader leaves. */
-	bool watch_out = cl->sink.shape_stdout && watchable(STDOUT_FILENO);
-	bool watch_err = cl->sink.shape_stderr && !cl->sink.joined &&
-			 watchable(STDERR_FILENO);
+	bool watch[2] = {
+		cl->sink.shape_stdout && watchable(STDOUT_FILENO),
+		cl->sink.shape_stderr && !cl->sink.joined && watchable(STDERR_FILENO),
+	};
 
 	for (;;) {
 		struct pollfd pfd[4] = {
 			{.fd = cl->sock, .events = POLLIN},
 			{.fd = cl->sigfd, .events = POLLIN},
 		};
+		int stream_of[4] = {-1, -1, -1, -1};
 		nfds_t n = 2;
-		if (watch_out)
-			pfd[n++] = (struct pollfd){.fd = STDOUT_FILENO};
-		if (watch_err)
-			pfd[n++] = (struct pollfd){.fd = STDERR_FILENO};
+		for (int i = 0; i < 2; i++) {
+			if (!watch[i] || cl->reader_gone[i])
+				continue;
+			stream_of[n] = i;
+			pfd[n++] = (struct pollfd){.fd = i ? STDERR_FILENO : STDOUT_FILENO};
+		}
 
 		if (poll(pfd, n, -1) < 0) {
 			if (errno == EINTR)
@@ -735,7 +749,7 @@ static void event_loop(struct client *cl)
 		}
 		for (nfds_t i = 2; i < n; i++)
 			if (pfd[i].revents & (POLLERR | POLLHUP))
-				reader_gone();
+				reader_gone(cl, stream_of[i]);
 		if (pfd[0].revents && read_frames(cl))
 			return;
 	}
@@ -780,22 +794,12 @@ void client_run(const struct client_call *call, struct client_result *res)
 		goto out;
 	}
 
-	if (trust_socket_path(call->cfg, res->reason, sizeof(res->reason)) < 0) {
+	const char *where;
+	cl.sock = connect_daemon(call->cfg, call->cfg->wait_daemon_s, &where,
+				 res->reason, sizeof(res->reason));
+	if (cl.sock < 0) {
 		res->outcome = CLIENT_UNREACHABLE;
-		res->err = EPERM;
-		goto out;
-	}
-	if ((r = connect_daemon(&cl)) < 0) {
-		char what[CONFIG_SOCKET_MAX + 40];
-		struct sbuf sb = SBUF_INIT(what);
-		sbuf_add(&sb, "cannot reach toolrund at ");
-		sbuf_add(&sb, call->cfg->socket);
-		unreachable(&cl, -r, what, errno_text(r));
-		goto out;
-	}
-	if (trust_peer(call->cfg, cl.sock, res->reason, sizeof(res->reason)) < 0) {
-		res->outcome = CLIENT_UNREACHABLE;
-		res->err = EPERM;
+		res->err = -cl.sock;
 		goto out;
 	}
 	if ((r = take_signals(&cl)) < 0) {

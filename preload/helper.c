@@ -12,7 +12,9 @@
  *
  * It is not meant to be run by hand.
  */
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -28,10 +30,70 @@
 
 extern char **environ;
 
+/* The program's environment: what the hook gave us, see exec_environment. */
+static char **program_env;
+
+/*
+ * The environment this process was executed with. Below a program that
+ * toolrund runs, the library is preloaded into us too, and its
+ * constructor took toolrun's variables out of environ (preload/nested.h);
+ * but they are what keeps the program, and everything below it, under
+ * toolrun. The kernel's copy in /proc/self/environ still has them: the
+ * constructor moved pointers, it changed no string. Without /proc, environ
+ * is all there is.
+ */
+static char **exec_environment(void)
+{
+	int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
+	size_t cap = 64 * 1024, len = 0;
+	char *text = NULL;
+
+	if (fd < 0)
+		return environ;
+	for (;;) {
+		if (!text || len == cap) {
+			size_t ncap = text ? cap * 2 : cap;
+			char *t = mmap(NULL, ncap, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (t == MAP_FAILED) {
+				close(fd);
+				return environ;
+			}
+			if (text) {
+				memcpy(t, text, len);
+				munmap(text, cap);
+			}
+			text = t;
+			cap = ncap;
+		}
+		ssize_t n = RETRY_EINTR(read(fd, text + len, cap - len));
+		if (n < 0) {
+			close(fd);
+			return environ;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	size_t count = 0;
+	for (size_t i = 0; i < len; i++)
+		count += text[i] == '\0';
+	char **env = mmap(NULL, (count + 1) * sizeof(char *), PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (env == MAP_FAILED)
+		return environ;
+	size_t k = 0;
+	for (size_t i = 0; i < len; i += strlen(text + i) + 1)
+		env[k++] = text + i;
+	env[k] = NULL;
+	return env;
+}
+
 /* Run the program here, without going through the preloaded hooks. */
 static int exec_direct(const char *path, char **argv, bool search_mode)
 {
-	syscall(SYS_execve, path, argv, environ);
+	syscall(SYS_execve, path, argv, program_env);
 	if (errno == ENOEXEC && search_mode) {
 		size_t argc = 0;
 		while (argv[argc])
@@ -41,7 +103,7 @@ static int exec_direct(const char *path, char **argv, bool search_mode)
 		shv[1] = (char *)path;
 		for (size_t i = 1; i <= argc; i++)
 			shv[i + 1] = argv[i];
-		syscall(SYS_execve, "/bin/sh", shv, environ);
+		syscall(SYS_execve, "/bin/sh", shv, program_env);
 	}
 	return errno;
 }
@@ -77,6 +139,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	bool search_mode = argv[1][1] == 'p';
+	program_env = exec_environment();
 	const char *path = argv[3];
 	char **prog_argv = argv + 4;
 
@@ -91,7 +154,7 @@ int main(int argc, char **argv)
 		.tool = tool,
 		.path = path,
 		.argv = prog_argv,
-		.envp = environ,
+		.envp = program_env,
 		.software = "toolrun-exec " TOOLRUN_VERSION,
 	};
 	struct client_result res;

@@ -212,10 +212,23 @@ static bool executable_path(const struct exec_call *c, char path[PATH_MAX])
 }
 
 /* Is this call for a listed tool? Fills path, cfg and tool when it is. */
+/* TOOLRUN=off in the environment the program would get: toolrun stays
+ * out of the way, for one command (`TOOLRUN=off cat f`) or for everything
+ * below (`docker exec -e TOOLRUN=off`), whoever preloaded the library. */
+static bool switched_off(char *const *envp)
+{
+	static const char off[] = "TOOLRUN=off";
+
+	for (size_t i = 0; envp && envp[i]; i++)
+		if (strcmp(envp[i], off) == 0)
+			return true;
+	return false;
+}
+
 static bool is_listed(const struct exec_call *c, char path[PATH_MAX],
 		      struct config **cfg, int *tool)
 {
-	if (!c->file)
+	if (!c->file || switched_off(c->envp))
 		return false;
 	*cfg = cfgcache_get(&preload_ctx.cache,
 			    cfgcache_file(c->envp, preload_ctx.inherited_config));
@@ -278,9 +291,12 @@ static void fill_helper_argv(char **v, const struct exec_call *c,
 	v[4 + argc] = NULL;
 }
 
-/* The daemon cannot be reached: apply the config's fallback. */
+/* The daemon cannot be reached: apply the config's fallback. With
+ * `fallback = fail` the exec fails with err (ECONNREFUSED: no daemon
+ * answers; EPERM: its socket is not to be trusted), after one line that
+ * says why; a shell then adds its own line and reports 126. */
 static int fall_back(const struct exec_call *c, const struct config *cfg,
-		     const char *path, const char *reason)
+		     const char *path, const char *reason, int err)
 {
 	if (cfg->fallback == FALLBACK_DIRECT) {
 		say(reason, "; running ", path, " directly");
@@ -288,9 +304,26 @@ static int fall_back(const struct exec_call *c, const struct config *cfg,
 	}
 	say(reason, NULL, NULL, NULL);
 	if (c->kind >= REAL_POSIX_SPAWN)
-		return EACCES;
-	errno = EACCES;
+		return err;
+	errno = err;
 	return -1;
+}
+
+/* The errno an exec fails with when the daemon cannot be reached: the
+ * client's, unless a caller would read it as something else (ENOENT is
+ * "command not found" to a shell, ENOEXEC a script to run with sh). */
+static int unreachable_errno(int err)
+{
+	switch (err) {
+	case 0:
+	case ENOENT:
+	case ENOEXEC:
+	case E2BIG:
+	case ENOTDIR:
+		return EACCES;
+	default:
+		return err;
+	}
 }
 
 /* Exec the helper, which runs the client from a fresh process. */
@@ -304,7 +337,7 @@ static int via_helper(const struct exec_call *c, const struct config *cfg,
 	int r;
 
 	if (!helper)
-		return fall_back(c, cfg, path, "cannot locate " HELPER_NAME);
+		return fall_back(c, cfg, path, "cannot locate " HELPER_NAME, EACCES);
 	if (argc <= HELPER_STACK_ARGS) {
 		hargv = __builtin_alloca((argc + 5) * sizeof(char *));
 	} else {
@@ -313,7 +346,7 @@ static int via_helper(const struct exec_call *c, const struct config *cfg,
 		hargv = mmap(NULL, map_len, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (hargv == MAP_FAILED)
-			return fall_back(c, cfg, path, "out of memory for the helper's arguments");
+			return fall_back(c, cfg, path, "out of memory for the helper's arguments", EACCES);
 	}
 	fill_helper_argv(hargv, c, helper, cfg->file, path, argc);
 
@@ -339,7 +372,7 @@ static int via_helper(const struct exec_call *c, const struct config *cfg,
 	sbuf_add(&sb, helper);
 	sbuf_add(&sb, ": ");
 	sbuf_add(&sb, errno_text(errno));
-	return fall_back(c, cfg, path, why);
+	return fall_back(c, cfg, path, why, EACCES);
 }
 
 /* Beyond this, a program's children lose the hidden variables (and so
@@ -387,7 +420,7 @@ static int hook(struct exec_call *c)
 
 	/* Nothing ran. */
 	if (res.outcome == CLIENT_UNREACHABLE)
-		return fall_back(c, cfg, path, res.reason);
+		return fall_back(c, cfg, path, res.reason, unreachable_errno(res.err));
 	if (res.err == ENOEXEC) {
 		/* A script without #!: the real call runs it with /bin/sh (the
 		 * p variants) or fails for the caller to handle, as it would. */

@@ -100,10 +100,10 @@ static void add_mode(struct sbuf *sb, mode_t mode)
 		sbuf_addc(sb, (char)('0' + ((mode >> shift) & 7)));
 }
 
-static void refusal(struct sbuf *sb, const struct config *cfg)
+static void refusal(struct sbuf *sb, const char *path)
 {
 	sbuf_add(sb, "refusing toolrund's socket ");
-	sbuf_add(sb, cfg->socket);
+	sbuf_add(sb, path);
 	sbuf_add(sb, ": ");
 }
 
@@ -113,8 +113,8 @@ static void refusal(struct sbuf *sb, const struct config *cfg)
  * socket. Above it, a directory others may write to is safe only when
  * sticky, since then no one else can rename what is below.
  */
-static int check_dir(const struct config *cfg, const char *dir, bool innermost,
-		     struct sbuf *sb)
+static int check_dir(const struct config *cfg, const char *path, const char *dir,
+		     bool innermost, struct sbuf *sb)
 {
 	struct stat st;
 
@@ -123,7 +123,7 @@ static int check_dir(const struct config *cfg, const char *dir, bool innermost,
 	if (stat(dir, &st) < 0)
 		return 0;
 	if (!expected_uid(cfg, st.st_uid)) {
-		refusal(sb, cfg);
+		refusal(sb, path);
 		sbuf_add(sb, dir);
 		sbuf_add(sb, " is owned by uid ");
 		sbuf_add_u64(sb, st.st_uid);
@@ -133,7 +133,7 @@ static int check_dir(const struct config *cfg, const char *dir, bool innermost,
 	}
 	bool shared = st.st_mode & (S_IWGRP | S_IWOTH);
 	if (shared && (innermost || !(st.st_mode & S_ISVTX))) {
-		refusal(sb, cfg);
+		refusal(sb, path);
 		sbuf_add(sb, dir);
 		sbuf_add(sb, (st.st_mode & S_IWOTH) ? " is writable by others (mode "
 						      : " is writable by its group (mode ");
@@ -144,15 +144,16 @@ static int check_dir(const struct config *cfg, const char *dir, bool innermost,
 	return 0;
 }
 
-int trust_socket_path(const struct config *cfg, char *why, size_t whylen)
+int trust_socket_path(const struct config *cfg, const char *path, char *why,
+		      size_t whylen)
 {
 	char dir[CONFIG_SOCKET_MAX];
 	struct sbuf sb = {.buf = why, .cap = whylen};
-	size_t len = strlen(cfg->socket);
+	size_t len = strlen(path);
 
-	if (len == 0 || len >= sizeof(dir) || cfg->socket[0] != '/')
+	if (len == 0 || len >= sizeof(dir) || path[0] != '/')
 		return 0;
-	memcpy(dir, cfg->socket, len + 1);
+	memcpy(dir, path, len + 1);
 	why[0] = '\0';
 	/* From the socket's directory up to the root, lexically: each name
 	 * is what connect() will walk through. */
@@ -160,16 +161,17 @@ int trust_socket_path(const struct config *cfg, char *why, size_t whylen)
 	for (;;) {
 		char *slash = strrchr(dir, '/');
 		if (slash == dir)
-			return check_dir(cfg, "/", innermost, &sb);
+			return check_dir(cfg, path, "/", innermost, &sb);
 		*slash = '\0';
-		int r = check_dir(cfg, dir, innermost, &sb);
+		int r = check_dir(cfg, path, dir, innermost, &sb);
 		if (r < 0)
 			return r;
 		innermost = false;
 	}
 }
 
-int trust_peer(const struct config *cfg, int fd, char *why, size_t whylen)
+int trust_peer(const struct config *cfg, const char *path, int fd, char *why,
+	       size_t whylen)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
@@ -178,14 +180,14 @@ int trust_peer(const struct config *cfg, int fd, char *why, size_t whylen)
 	why[0] = '\0';
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
 		int err = errno;
-		refusal(&sb, cfg);
+		refusal(&sb, path);
 		sbuf_add(&sb, "cannot read its credentials: ");
 		sbuf_add(&sb, errno_text(err));
 		return -err;
 	}
 	if (expected_uid(cfg, cred.uid))
 		return 0;
-	refusal(&sb, cfg);
+	refusal(&sb, path);
 	sbuf_add(&sb, "it is served by uid ");
 	sbuf_add_u64(&sb, cred.uid);
 	sbuf_add(&sb, ", ");

@@ -23,11 +23,15 @@
 
 #include "config.h"
 
-/* 0 if the socket's directories pass; else -EPERM (or the error of a
- * failed lookup) with why set to one line naming the directory. */
-int trust_socket_path(const struct config *cfg, char *why, size_t whylen);
+/* 0 if the directories of the socket at path pass; else -EPERM (or the
+ * error of a failed lookup) with why set to one line naming the
+ * directory. */
+int trust_socket_path(const struct config *cfg, const char *path, char *why,
+		      size_t whylen);
 
-/* 0 if the peer on fd is an expected uid; else -EPERM with why set. */
-int trust_peer(const struct config *cfg, int fd, char *why, size_t whylen);
+/* 0 if the peer on fd (connected to path) is an expected uid; else -EPERM
+ * with why set. */
+int trust_peer(const struct config *cfg, const char *path, int fd, char *why,
+	       size_t whylen);
 
 #endif

@@ -345,6 +345,12 @@ static void handle_payload(const uint8_t *payload, size_t len, unsigned nfds,
 	case TOOLRUN__CLIENT_MESSAGE__MSG_PING:
 		CHECK(m->ping != NULL);
 		break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG_READER_GONE:
+		CHECK(m->reader_gone != NULL);
+		break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG_RELOAD:
+		CHECK(m->reload != NULL);
+		break;
 	case TOOLRUN__CLIENT_MESSAGE__MSG__NOT_SET:
 	default:
 		CHECK(!"policy_decode returned a message of no known type");
@@ -1057,13 +1063,13 @@ static void mutate_message(struct rnd *r, ProtobufCMessage *m, int depth)
 		mutate_value(r, f, (char *)m + f->offset, false, depth);
 }
 
-/* A new message of one of the four kinds. */
+/* A new message of one of the kinds a client may send. */
 static Toolrun__ClientMessage *fresh_message(struct rnd *r)
 {
 	Toolrun__ClientMessage *m =
 		(Toolrun__ClientMessage *)new_message(&toolrun__client_message__descriptor);
-	const ProtobufCFieldDescriptor *f =
-		&toolrun__client_message__descriptor.fields[rnd_below(r, 4)];
+	const ProtobufCFieldDescriptor *f = &toolrun__client_message__descriptor.fields[
+		rnd_below(r, toolrun__client_message__descriptor.n_fields)];
 	m->msg_case = (Toolrun__ClientMessage__MsgCase)f->id;
 	*(ProtobufCMessage **)((char *)m + f->offset) = new_message(f->descriptor);
 	if (m->msg_case == TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST) {

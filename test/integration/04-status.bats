@@ -82,6 +82,6 @@ teardown_file() {
 @test "04-status-not-listed: the daemon refuses a program its config does not list" {
 	run --separate-stderr "$TR_CLI" run /bin/echo hi
 	[ "$status" -eq 126 ]
-	[ "$stderr" = "toolrun: echo: not a tool listed in $TOOLRUN_CONFIG" ]
+	[[ "$stderr" =~ ^"toolrun: echo: not a tool listed in $TOOLRUN_CONFIG as toolrund read it (at "[0-9:]+" UTC); if the file lists it now, run 'toolrun reload'"$ ]]
 	[ -z "$output" ]
 }

@@ -29,3 +29,22 @@ teardown_file() {
 	[ "$status" -eq 0 ]
 	[ "$output" = 141 ]
 }
+
+# Run directly, the program alone holds its end of each pipe; the process
+# that stands in for it must not keep a copy, or the writer upstream would
+# never get its SIGPIPE (`seq 1 100000 | cat | head -1`). Only stderr stays,
+# for the caller's own messages.
+@test "05-pipes-caller-lets-go: the caller keeps none of the fds it passed on" {
+	run timeout 30 "$TR_BASH" '
+		{ echo x; sleep 8; } | cat 3</dev/null >"$TR_DIR/caller-out" &
+		caller=$!
+		for ((i = 0; i < 400; i++)); do
+			[ -s "$TR_DIR/caller-out" ] && [ ! -e /proc/$caller/fd/0 ] && break
+			sleep 0.01
+		done
+		echo "fds: $(ls /proc/$caller/fd | sort -n | tr "\n" " ")"
+		kill $caller; wait $caller'
+	echo "$output"
+	[[ "${lines[0]}" == "fds: 2 "* ]]
+	[[ ! "${lines[0]}" =~ \ [013]\  ]]
+}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# With the daemon gone: fallback = fail refuses clearly; direct runs it.
+# With the daemon gone: fallback = fail refuses clearly, at once when no
+# daemon is there, after waiting when one is restarting; direct runs it.
 
 load helpers
 
@@ -12,14 +13,19 @@ teardown_file() {
 	tr_stop
 }
 
-@test "11-down-fail: a listed program fails with one toolrun line and status 126" {
+@test "11-down-fail: no daemon: one toolrun line naming the socket, status 126" {
 	run --separate-stderr tr_bash 'cat /etc/hostname'
 	[ "$status" -eq 126 ]
 	[ -z "$output" ]
 	first=$(printf '%s\n' "$stderr" | head -n 1)
-	[ "$first" = "toolrun: cannot reach toolrund at $TR_DIR/s.sock: No such file or directory" ]
-	# and the shell reports the refused exec as it would any EACCES
-	[[ "$(printf '%s\n' "$stderr" | tail -n 1)" == *"Permission denied" ]]
+	[ "$first" = "toolrun: toolrund is not running: no socket at $TR_DIR/s.sock" ]
+	# and the shell reports the failed exec with the client's errno
+	[[ "$(printf '%s\n' "$stderr" | tail -n 1)" == *"cat: Connection refused" ]]
+}
+
+@test "11-down-clean-stop: a daemon stopped cleanly leaves neither socket nor lock" {
+	[ ! -e "$TR_DIR/s.sock" ]
+	[ ! -e "$TR_DIR/s.sock.lock" ]
 }
 
 @test "11-down-unlisted: unlisted programs still run" {
@@ -28,16 +34,39 @@ teardown_file() {
 	[ "$output" = fine ]
 }
 
-@test "11-down-stale-socket: the socket of a killed daemon gives connection refused" {
+# Kill the daemon hard: its socket and lock file stay, as after a crash.
+kill_hard() {
 	tr_launch
 	pid=$(cat "$TR_DIR/daemon.pid")
 	kill -KILL "$pid"
 	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
 	[ -S "$TR_DIR/s.sock" ]
+	[ -e "$TR_DIR/s.sock.lock" ]
+}
+
+@test "11-down-stale-socket: a daemon that does not come back: the wait ends with a clear line" {
+	tr_write_config "$TOOLRUN_CONFIG" "wait_daemon = 1"
+	kill_hard
 	run --separate-stderr tr_bash 'cat /etc/hostname'
 	[ "$status" -eq 126 ]
-	[[ "$stderr" == "toolrun: cannot reach toolrund at $TR_DIR/s.sock: Connection refused"* ]]
-	rm -f "$TR_DIR/s.sock"
+	first=$(printf '%s\n' "$stderr" | head -n 1)
+	[ "$first" = "toolrun: toolrund is not answering at $TR_DIR/s.sock (Connection refused) after 1 s of waiting: it stopped or is restarting; its log says why" ]
+	rm -f "$TR_DIR/s.sock" "$TR_DIR/s.sock.lock"
+	tr_write_config "$TOOLRUN_CONFIG"
+}
+
+@test "11-down-restart: a command issued while the daemon restarts waits for it and runs" {
+	tr_write_config "$TOOLRUN_CONFIG" "wait_daemon = 60"
+	kill_hard
+	# The daemon comes back while the command waits (toolrun-init's part).
+	(sleep 1; tr_launch >/dev/null 2>&1) &
+	run --separate-stderr tr_bash 'cat /etc/hostname'
+	wait
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(cat /etc/hostname)" ]
+	[ -z "$stderr" ]
+	tr_kill_daemon
+	tr_write_config "$TOOLRUN_CONFIG"
 }
 
 @test "11-down-direct: fallback = direct runs the program with a warning" {
@@ -45,5 +74,5 @@ teardown_file() {
 	run --separate-stderr tr_bash 'cat /etc/hostname'
 	[ "$status" -eq 0 ]
 	[ "$output" = "$(cat /etc/hostname)" ]
-	[ "$stderr" = "toolrun: cannot reach toolrund at $TR_DIR/s.sock: No such file or directory; running /usr/bin/cat directly" ]
+	[ "$stderr" = "toolrun: toolrund is not running: no socket at $TR_DIR/s.sock; running /usr/bin/cat directly" ]
 }

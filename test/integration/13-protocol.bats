@@ -99,11 +99,27 @@ still_serving() {
 @test "13-protocol-big-request: a request with 2 MiB of arguments is decoded" {
 	frame big-request
 	[ "${lines[0]}" = "hello 1" ]
-	[ "${lines[1]}" = "exit 126: not a tool listed in $TOOLRUN_CONFIG" ]
+	[[ "${lines[1]}" == "exit 126: not a tool listed in $TOOLRUN_CONFIG as toolrund read it "* ]]
 	[ "${lines[2]}" = closed ]
 }
 
 @test "13-protocol-after-all: the daemon logged each refusal and still serves" {
 	still_serving
 	[ "$(grep -c 'warn: client pid' "$TR_DIR/daemon.log")" -ge 9 ]
+}
+
+@test "13-protocol-reload: Reload is answered with Reloaded, then a close" {
+	frame reload
+	[ "${lines[0]}" = "hello 1" ]
+	[[ "${lines[1]}" == "reloaded ok: $TOOLRUN_CONFIG: "*" tools (was "*"), truncate=sink" ]]
+	[ "${lines[2]}" = closed ]
+	still_serving
+}
+
+@test "13-protocol-reader-gone-first: ReaderGone before a Request gets UNEXPECTED_MESSAGE" {
+	frame reader-gone-first
+	[ "${lines[0]}" = "hello 1" ]
+	[ "${lines[1]}" = "error ERROR_UNEXPECTED_MESSAGE: expected Request, Ping or Reload after Hello" ]
+	[ "${lines[2]}" = closed ]
+	still_serving
 }

@@ -11,7 +11,8 @@
  *
  * Cases: garbage, huge-length, too-large, bad-version, bad-flags,
  * undecodable, empty-message, ping-first, wrong-version, fds-missing,
- * fds-on-hello, cut-short, big-request, idle (send nothing for 3 s).
+ * fds-on-hello, cut-short, big-request, idle (send nothing for 3 s),
+ * reload, reader-gone-first.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -88,6 +89,10 @@ static void print_reply(const Toolrun__ServerMessage *m)
 		break;
 	case TOOLRUN__SERVER_MESSAGE__MSG_PONG:
 		printf("pong\n");
+		break;
+	case TOOLRUN__SERVER_MESSAGE__MSG_RELOADED:
+		printf("reloaded %s: %s\n", m->reloaded->ok ? "ok" : "refused",
+		       m->reloaded->message);
 		break;
 	case TOOLRUN__SERVER_MESSAGE__MSG__NOT_SET:
 	default:
@@ -201,6 +206,22 @@ int main(int argc, char **argv)
 		header(100, 0, FRAME_VERSION, 0);
 		send_raw("abc", 3);
 		shutdown(sock, SHUT_WR);
+	} else if (!strcmp(c, "reload")) {
+		send_hello(1);
+		Toolrun__Reload rl = TOOLRUN__RELOAD__INIT;
+		Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
+		m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_RELOAD;
+		m.reload = &rl;
+		send_msg(&m, NULL, 0, -1);
+	} else if (!strcmp(c, "reader-gone-first")) {
+		/* ReaderGone belongs to a running request, not before one. */
+		send_hello(1);
+		Toolrun__ReaderGone g = TOOLRUN__READER_GONE__INIT;
+		Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
+		g.stream = TOOLRUN__STREAM__STREAM_STDOUT;
+		m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_READER_GONE;
+		m.reader_gone = &g;
+		send_msg(&m, NULL, 0, -1);
 	} else if (!strcmp(c, "idle")) {
 		sleep(3);
 		printf("idle done\n");

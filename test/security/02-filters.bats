@@ -60,3 +60,14 @@ FILTERED=$'NoNewPrivs:\t1\nSeccomp:\t2'
 	[ "$status" -eq 0 ]
 	[ "$output" = "Seccomp_filters:"$'\t'"$((own + 1))" ]
 }
+
+@test "06-supervisor: the supervisor is filtered too, and its children share its filter" {
+	daemon=$(tr_daemon_pid)
+	[ "$(proc_status "$daemon" Seccomp)" = 2 ]
+	[ "$(proc_status "$daemon" NoNewPrivs)" = 1 ]
+	# The launcher inherits the supervisor's deny-list instead of adding
+	# a copy that every program would run through again.
+	launcher=$(children_named "$daemon" toolrund-launch)
+	own=$(proc_status "$daemon" Seccomp_filters) || skip "the kernel does not count filters"
+	[ "$(proc_status "$launcher" Seccomp_filters)" = "$own" ]
+}

@@ -61,6 +61,7 @@ resolve_in_namespace() {
 	local name=$1
 	cat >"$TR_DIR/ns.conf" <<-EOF
 		socket = $TR_DIR/ns/s.sock
+		socket_fallback =
 		tools = getent
 	EOF
 	printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' >"$TR_DIR/resolv.conf"

@@ -99,6 +99,7 @@ tr_start_nobody() {
 	export TR_SOCKET
 	{
 		echo "socket = $TR_SOCKET"
+		echo "socket_fallback ="
 		echo "user = nobody"
 		echo "allow_uids = root"
 		echo "tools = cat head tr"

@@ -112,6 +112,11 @@ static void test_defaults(void **state)
 	config_init(&cfg, "/some/where.conf");
 	assert_string_equal(cfg.file, "/some/where.conf");
 	assert_string_equal(cfg.socket, "/run/toolrun/toolrun.sock");
+	assert_int_equal(config_socket_count(&cfg), 3);
+	assert_string_equal(config_socket_at(&cfg, 0), "/run/toolrun/toolrun.sock");
+	assert_string_equal(config_socket_at(&cfg, 1), "/dev/shm/toolrun/toolrun.sock");
+	assert_string_equal(config_socket_at(&cfg, 2), "/tmp/toolrun/toolrun.sock");
+	assert_int_equal(cfg.wait_daemon_s, 5);
 	assert_int_equal(cfg.defaults.max_bytes, 4000);
 	assert_int_equal(cfg.defaults.max_lines, 200);
 	assert_int_equal(cfg.defaults.timeout_s, 30);
@@ -494,6 +499,45 @@ static void test_error_socket_longer_than_103_bytes(void **state)
 	expect_error(text, 2, "socket path is longer than 103 bytes");
 }
 
+static void test_socket_fallback_list(void **state)
+{
+	(void)state;
+	expect_ok("socket_fallback = /a/s.sock   /b/s.sock\t/c/s.sock\n");
+	assert_int_equal(config_socket_count(&cfg), 4);
+	assert_string_equal(config_socket_at(&cfg, 1), "/a/s.sock");
+	assert_string_equal(config_socket_at(&cfg, 3), "/c/s.sock");
+	/* Empty: only `socket` is tried. */
+	expect_ok("socket_fallback =\n");
+	assert_int_equal(config_socket_count(&cfg), 1);
+	assert_string_equal(config_socket_at(&cfg, 0), "/run/toolrun/toolrun.sock");
+}
+
+static void test_error_socket_fallback(void **state)
+{
+	(void)state;
+	expect_error("tools = cat\nsocket_fallback = /a.sock rel.sock\n", 2,
+		     "socket_fallback must be an absolute path, not 'rel.sock'");
+	expect_error("socket_fallback = /a /b /c /d /e\n", 1,
+		     "socket_fallback lists more than 4 paths");
+	char path[128], text[200];
+	memset(path, 'b', 104);
+	path[0] = '/';
+	path[104] = '\0';
+	snprintf(text, sizeof(text), "socket_fallback = /ok.sock %s\n", path);
+	expect_error(text, 1, "socket_fallback path is longer than 103 bytes");
+}
+
+static void test_wait_daemon(void **state)
+{
+	(void)state;
+	expect_ok("wait_daemon = 0\n");
+	assert_int_equal(cfg.wait_daemon_s, 0);
+	expect_ok("wait_daemon = 600\n");
+	assert_int_equal(cfg.wait_daemon_s, 600);
+	expect_error("wait_daemon = 601\n", 1, "wait_daemon must be a number of seconds up to 600");
+	expect_error("wait_daemon = soon\n", 1, "wait_daemon must be a number of seconds up to 600");
+}
+
 static void test_error_tool_listed_twice(void **state)
 {
 	(void)state;
@@ -545,6 +589,7 @@ static void test_error_global_key_set_twice(void **state)
 	static const char *const keys[][2] = {
 		{"socket", "/a"}, {"max_bytes", "1"}, {"max_lines", "1"},
 		{"timeout", "1"}, {"truncate", "sink"}, {"fallback", "fail"},
+		{"socket_fallback", "/a"}, {"wait_daemon", "1"},
 	};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		char text[160];
@@ -820,6 +865,9 @@ int main(void)
 		cmocka_unit_test(test_error_bad_truncate_value),
 		cmocka_unit_test(test_error_bad_fallback_value),
 		cmocka_unit_test(test_error_relative_socket),
+		cmocka_unit_test(test_socket_fallback_list),
+		cmocka_unit_test(test_error_socket_fallback),
+		cmocka_unit_test(test_wait_daemon),
 		cmocka_unit_test(test_error_socket_longer_than_103_bytes),
 		cmocka_unit_test(test_error_tool_listed_twice),
 		cmocka_unit_test(test_error_tool_name_with_relative_slash),
