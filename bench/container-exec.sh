@@ -3,13 +3,15 @@
 #
 #   bench/container-exec.sh [--rounds N] [--box NAME] [--build] [--keep]
 #
-# Times, in one running box, the agent's call
-#     docker exec BOX bash -lc 'cat /etc/hostname'
-# with toolrun on (A) and with the profile snippet off (B, docker exec -e
-# TOOLRUN=off), interleaved A B A B for N rounds (default 50, at most
-# 1000) after 3 warm-up rounds of each, and prints the median and p90 of
-# both and the ratio of the medians. It checks that every A call went
-# through toolrund (one job line each) and no B call did.
+# Times, in one running box, two calls an agent makes:
+#     docker exec BOX bash -lc 'cat /etc/hostname'   (a listed tool)
+#     docker exec BOX bash -lc true                  (the login shell alone)
+# each with toolrun on (A: the image as it is) and off (B: docker exec -e
+# TOOLRUN=off -e LD_PRELOAD=, no library at all), the four interleaved
+# (cat A, cat B, true A, true B) for N rounds (default 50, at most 1000)
+# after 3 warm-up rounds of each, and prints the median and p90 of each
+# and the ratio of the medians, A/B, per call. It checks that every cat A
+# call went through toolrund (one job line each) and no other call did.
 #
 # Also prints the image's size, and with --build the time to build the
 # image from the local base image without the layer cache.
@@ -77,7 +79,7 @@ trap cleanup EXIT
 
 tmp=$(mktemp -d)
 if [ -z "$box" ]; then
-	box=toolrun-bench
+	box=toolrun-bench-$$
 	mkdir "$tmp/workspace"
 	chmod 0777 "$tmp/workspace"
 	TOOLRUN_IMAGE=$image "$repo/container/run.sh" --replace "$box" "$tmp/workspace" >/dev/null
@@ -85,19 +87,22 @@ if [ -z "$box" ]; then
 fi
 hostname=$(docker exec "$box" cat /etc/hostname)
 
-jobs() { docker logs "$box" 2>&1 | grep -c ' info: job [0-9]* uid=.* tool=cat ' || true; }
+jobs() { docker logs "$box" 2>&1 | grep -c ' info: job [0-9]* uid=' || true; }
 
-# one MODE: time one call in ms (3 decimals); check its output.
+# one CALL MODE: time one call (cat or true, on or off) in ms (3
+# decimals); check its output.
 one() {
-	local start end out
+	local start end out want= off=()
+	[ "$2" = on ] || off=(-e TOOLRUN=off -e LD_PRELOAD=)
 	start=$(date +%s%N)
-	if [ "$1" = on ]; then
-		out=$(docker exec "$box" bash -lc 'cat /etc/hostname')
+	if [ "$1" = cat ]; then
+		out=$(docker exec "${off[@]}" "$box" bash -lc 'cat /etc/hostname')
+		want=$hostname
 	else
-		out=$(docker exec -e TOOLRUN=off "$box" bash -lc 'cat /etc/hostname')
+		out=$(docker exec "${off[@]}" "$box" bash -lc true)
 	fi
 	end=$(date +%s%N)
-	[ "$out" = "$hostname" ] || die "unexpected output from the $1 call: '$out'"
+	[ "$out" = "$want" ] || die "unexpected output from the $1 $2 call: '$out'"
 	awk -v ns=$((end - start)) 'BEGIN { printf "%.3f\n", ns / 1e6 }'
 }
 
@@ -108,48 +113,62 @@ stats() {
 		END {
 			m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
 			i = int(0.9 * NR + 0.999999); if (i < 1) i = 1
-			printf "%.1f %.1f %.1f %.1f\n", m, v[i], v[1], v[NR]
+			printf "%.2f %.2f %.2f %.2f\n", m, v[i], v[1], v[NR]
 		}'
 }
 
+calls="cat:on cat:off true:on true:off"
 for _ in 1 2 3; do
-	one on >/dev/null
-	one off >/dev/null
+	for c in $calls; do one "${c%:*}" "${c#*:}" >/dev/null; done
 done
-sleep 0.3
+# The warm-up's job lines are in the log once a marker job's line is.
+marker() {
+	local n
+	n=$(jobs)
+	docker exec "$box" bash -c "cat /etc/hostname" >/dev/null
+	for _ in $(seq 300); do
+		[ "$(jobs)" -gt "$n" ] && return 0
+		sleep 0.1
+	done
+	die "the daemon logged no job line for the marker call"
+}
+marker
 jobs_before=$(jobs)
 
 mkdir "$tmp/times"
 deadline=$((SECONDS + max_s))
 done_rounds=0
-say "$rounds rounds of A (toolrun on) and B (TOOLRUN=off), interleaved, in box $box"
+say "$rounds rounds of: cat A, cat B, true A, true B (A: toolrun on, B: -e TOOLRUN=off -e LD_PRELOAD=), interleaved, in box $box"
 for ((i = 0; i < rounds; i++)); do
-	one on >>"$tmp/times/on"
-	one off >>"$tmp/times/off"
+	for c in $calls; do
+		one "${c%:*}" "${c#*:}" >>"$tmp/times/${c/:/-}"
+	done
 	done_rounds=$((i + 1))
 	if [ $SECONDS -ge $deadline ]; then
 		say "time limit of ${max_s}s reached after $done_rounds rounds"
 		break
 	fi
 done
-sleep 0.5
+marker
 jobs_after=$(jobs)
-[ $((jobs_after - jobs_before)) -eq "$done_rounds" ] ||
-	die "expected $done_rounds cat jobs in the daemon's log, found $((jobs_after - jobs_before))"
+[ $((jobs_after - jobs_before)) -eq $((done_rounds + 1)) ] ||
+	die "expected $done_rounds cat jobs (and the marker's) in the daemon's log, found $((jobs_after - jobs_before))"
 
-read -r on_med on_p90 on_min on_max < <(stats "$tmp/times/on")
-read -r off_med off_p90 off_min off_max < <(stats "$tmp/times/off")
 size=$(docker image inspect --format '{{.Size}}' "$image")
-
-echo "container exec benchmark: docker exec BOX bash -lc 'cat /etc/hostname'"
-echo "  engine $(docker version --format '{{.Server.Version}}'), $(nproc) CPUs, box limits: $(docker inspect --format '{{.HostConfig.NanoCpus}}' "$box" | awk '{ printf "%g", $1 / 1e9 }') CPU(s), memory $(docker inspect --format '{{.HostConfig.Memory}}' "$box" | awk '{ printf "%d MiB", $1 / 1048576 }')"
-printf '  %-22s %8s %8s %8s %8s\n' "" "median" "p90" "min" "max"
-printf '  %-22s %8s %8s %8s %8s   (ms, %d calls, each through toolrund)\n' \
-	"A toolrun on" "$on_med" "$on_p90" "$on_min" "$on_max" "$done_rounds"
-printf '  %-22s %8s %8s %8s %8s   (ms, %d calls)\n' \
-	"B TOOLRUN=off" "$off_med" "$off_p90" "$off_min" "$off_max" "$done_rounds"
-awk -v a="$on_med" -v b="$off_med" 'BEGIN {
-	printf "  median ratio A/B: %.3f (A - B: %+.1f ms per call)\n", a / b, a - b }'
+echo "container exec benchmark: docker exec BOX bash -lc CMD, toolrun on (A) / off (B: -e TOOLRUN=off -e LD_PRELOAD=)"
+echo "  engine $(docker version --format '{{.Server.Version}}'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), box limits: $(docker inspect --format '{{.HostConfig.NanoCpus}}' "$box" | awk '{ printf "%g", $1 / 1e9 }') CPU(s), memory $(docker inspect --format '{{.HostConfig.Memory}}' "$box" | awk '{ printf "%d MiB", $1 / 1048576 }'), $done_rounds rounds"
+printf '  %-28s %8s %8s %8s %8s\n' "" "median" "p90" "min" "max"
+for cmd in cat true; do
+	read -r on_med on_p90 on_min on_max < <(stats "$tmp/times/$cmd-on")
+	read -r off_med off_p90 off_min off_max < <(stats "$tmp/times/$cmd-off")
+	label="'cat /etc/hostname'"
+	[ "$cmd" = cat ] || label=true
+	printf '  %-28s %8s %8s %8s %8s   (ms%s)\n' "A $label" "$on_med" "$on_p90" "$on_min" "$on_max" \
+		"$([ "$cmd" = cat ] && echo ', each through toolrund')"
+	printf '  %-28s %8s %8s %8s %8s   (ms)\n' "B $label" "$off_med" "$off_p90" "$off_min" "$off_max"
+	awk -v a="$on_med" -v b="$off_med" -v l="$label" 'BEGIN {
+		printf "  median ratio A/B, bash -lc %s: %.3f (A - B: %+.1f ms per call)\n", l, a / b, a - b }'
+done
 printf '  image %s: %d bytes (%.1f MB)\n' "$image" "$size" "$(awk -v s="$size" 'BEGIN { print s / 1e6 }')"
 if [ -n "$build_s" ]; then
 	printf '  image build from the local base, no cache: %s s\n' "$build_s"

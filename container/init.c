@@ -7,7 +7,10 @@
  * It starts PROGRAM (the daemon) before anything else and keeps it
  * running:
  *   - The daemon's environment is ours without LD_PRELOAD, TOOLRUN and
- *     TOOLRUN_*: it never runs under the preload library.
+ *     TOOLRUN_* other than TOOLRUN_CONFIG: it never runs under the
+ *     preload library (which an image's `ENV LD_PRELOAD` gives every
+ *     process, this one included), and it reads the config the library
+ *     reads.
  *   - Whenever the daemon exits, for whatever cause, it is started again:
  *     at once after a run of STABLE_MS or more, else after a backoff that
  *     doubles from BACKOFF_MIN_MS and never exceeds BACKOFF_MAX_MS (1 s).
@@ -119,9 +122,12 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/* Variables the daemon must not see: the preload and its settings. */
+/* Variables the daemon must not see: the preload and its settings. The
+ * config's path stays, so that the daemon and the library agree on it. */
 static bool kept_variable(const char *var)
 {
+	if (strncmp(var, "TOOLRUN_CONFIG=", 15) == 0)
+		return true;
 	return strncmp(var, "LD_PRELOAD=", 11) != 0 &&
 	       strncmp(var, "TOOLRUN=", 8) != 0 &&
 	       strncmp(var, "TOOLRUN_", 8) != 0;
@@ -340,9 +346,10 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: toolrun-init [--] PROGRAM [ARGS...]\n"
-		"  Runs PROGRAM (toolrund) without LD_PRELOAD and TOOLRUN_*, restarts it\n"
-		"  within %d ms whenever it exits, reaps orphans, and on SIGTERM or\n"
-		"  SIGINT stops it (SIGKILL after %d ms) and exits 0.\n",
+		"  Runs PROGRAM (toolrund) without LD_PRELOAD, TOOLRUN and TOOLRUN_*\n"
+		"  (TOOLRUN_CONFIG stays), restarts it within %d ms whenever it\n"
+		"  exits, reaps orphans, and on SIGTERM or SIGINT stops it (SIGKILL\n"
+		"  after %d ms) and exits 0.\n",
 		BACKOFF_MAX_MS, STOP_WAIT_MS);
 }
 

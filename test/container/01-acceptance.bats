@@ -72,6 +72,5 @@ setup() { ct_setup; }
 	run --separate-stderr docker exec -e TOOLRUN=off "$CT_BOX" bash -lc "cat large_file.txt"
 	[ "$status" -eq 0 ]
 	[ "${#lines[@]}" -eq 100000 ]
-	sleep 0.5
-	[ "$(ct_job_count)" -eq "$before" ]
+	ct_no_jobs_since "$before"
 }

@@ -66,18 +66,16 @@ ct_intercepted() {
 	before=$(ct_job_count)
 	run docker exec "$CT_BOX" bash -lc 'date +%Y >/dev/null && tr a b <words.txt && env >/dev/null'
 	[ "$status" -eq 0 ]
-	sleep 0.5
-	[ "$(ct_job_count)" -eq "$before" ]
+	ct_no_jobs_since "$before"
 }
 
-@test "02-intercept: TOOLRUN=off leaves every tool alone" {
+@test "02-intercept: TOOLRUN=off leaves every tool alone, though the image preloads the library" {
 	local before
 	before=$(ct_job_count)
 	run docker exec -e TOOLRUN=off "$CT_BOX" bash -lc \
-		'cat words.txt | grep a | sort | uniq | wc -l; ls >/dev/null; echo "preload=[$LD_PRELOAD]"'
+		'cat words.txt | grep a | sort | uniq | wc -l; ls >/dev/null; echo "agent=[${TOOLRUN_AGENT_STDOUT-unset}]"'
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = 3 ]
-	[ "${lines[1]}" = "preload=[]" ]
-	sleep 0.5
-	[ "$(ct_job_count)" -eq "$before" ]
+	[ "${lines[1]}" = "agent=[unset]" ]
+	ct_no_jobs_since "$before"
 }

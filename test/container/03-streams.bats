@@ -73,22 +73,19 @@ setup() { ct_setup; }
 }
 
 @test "03-streams: a tool that outlives the timeout ends with 124 and a message" {
-	local before start end
+	local before
 	before=$(ct_job_count)
-	start=$(ct_now)
+	# tail -f never ends by itself: only the timeout ends it.
 	run --separate-stderr docker exec "$CT_BOX" bash -lc 'tail -f words.txt'
-	end=$(ct_now)
 	[ "$status" -eq 124 ]
 	[[ $stderr == *"toolrun: tail: timed out after 3 s"* ]]
 	[ "$output" = $'alpha\nbeta\ngamma\nbeta' ]
-	# A bound, not a benchmark: 3 s of timeout, then the kill.
-	ct_less 2.9 "$(ct_elapsed "$start" "$end")"
-	ct_less "$(ct_elapsed "$start" "$end")" 15
 	ct_wait_job "$before" ' tool=tail .* exit=124 timeout '
 }
 
+ct_no_tail() { [ -z "$(ct_pids_named tail)" ]; }
+
 @test "03-streams: no program outlives its timeout" {
 	docker exec "$CT_BOX" bash -lc 'tail -f words.txt' >/dev/null 2>&1 || true
-	sleep 0.5
-	[ -z "$(ct_pids_named tail)" ]
+	ct_wait_for "$CT_WAIT" ct_no_tail
 }

@@ -102,6 +102,7 @@ setup() { ct_setup; }
 @test "04-hardening: the daemon serves the non-root user" {
 	run docker exec "$CT_BOX" toolrun ping
 	[ "$status" -eq 0 ]
+	# run.sh's tmpfs on /run/toolrun: the socket's own directory.
 	[[ $output == "toolrund "*" serving on /run/toolrun/toolrun.sock"* ]]
 	local before
 	before=$(ct_job_count)
@@ -120,7 +121,10 @@ setup() { ct_setup; }
 	done
 }
 
-@test "04-hardening: the daemon runs without the preload" {
+@test "04-hardening: the daemon runs without the preload, though the image gives it to every process" {
+	run docker exec "$CT_BOX" bash -c 'echo "$LD_PRELOAD"; grep -c libtoolrun /proc/$$/maps'
+	[ "${lines[0]}" = /opt/toolrun/lib/toolrun/libtoolrun.so ]
+	[ "${lines[1]}" -ge 1 ]
 	local pid
 	pid=$(ct_daemon_pid)
 	run docker exec "$CT_BOX" bash -c "tr '\\0' '\\n' </proc/$pid/environ"

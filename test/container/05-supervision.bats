@@ -11,17 +11,30 @@ setup() { ct_setup; }
 
 ct_ping() { docker exec "$CT_BOX" toolrun ping >/dev/null 2>&1; }
 
-# ct_kill_daemon: kill -9 the serving toolrund; sets KILLED (its pid) and
-# BACK (seconds from the kill until a daemon answered again).
+# ct_kill_daemon: kill -9 the serving toolrund (KILLED: its pid) and wait
+# until a daemon answers again. How long that took is a comment in the
+# TAP output, not a claim: the claim is the delay toolrun-init logs.
 ct_kill_daemon() {
 	KILLED=$(ct_daemon_pid)
 	[ -n "$KILLED" ] || { echo "no toolrund found in the box" >&2; return 1; }
 	local start
 	start=$(ct_now)
 	docker exec "$CT_BOX" kill -9 "$KILLED"
-	ct_wait_for 10 ct_ping
-	BACK=$(ct_elapsed "$start" "$(ct_now)")
-	echo "# toolrund $KILLED killed; a daemon answered after ${BACK}s" >&3
+	ct_wait_for "$CT_WAIT" ct_ping
+	echo "# toolrund $KILLED killed; a daemon answered after $(ct_elapsed "$start" "$(ct_now)")s" >&3
+}
+
+# ct_restart_delay PID: the delay in ms with which toolrun-init restarted
+# the daemon PID, from its log line (0: at once).
+ct_restart_delay() {
+	local line
+	ct_wait_for "$CT_WAIT" bash -c "docker logs '$CT_BOX' 2>&1 | grep -qE 'toolrun-init\[1\] warn: toolrund \(pid $1\) .*restarting'" || return 1
+	line=$(ct_log | grep -E "toolrun-init\[1\] warn: toolrund \(pid $1\) .*restarting" | tail -n 1)
+	if [[ $line =~ restarting\ in\ ([0-9]+)\ ms$ ]]; then
+		echo "${BASH_REMATCH[1]}"
+	else
+		echo 0
+	fi
 }
 
 @test "05-supervision: the daemon is PID 1's child, and PID 1 is toolrun-init" {
@@ -30,9 +43,9 @@ ct_kill_daemon() {
 	[ -n "$(ct_daemon_pid)" ]
 }
 
-@test "05-supervision: kill -9 of the daemon: a new one answers within 2 seconds" {
+@test "05-supervision: kill -9 of the daemon: a new one is started within a second and answers" {
 	ct_kill_daemon
-	ct_less "$BACK" 2
+	[ "$(ct_restart_delay "$KILLED")" -le 1000 ]
 	local now
 	now=$(ct_daemon_pid)
 	[ -n "$now" ]
@@ -42,16 +55,16 @@ ct_kill_daemon() {
 @test "05-supervision: the restart is logged with its cause" {
 	ct_kill_daemon
 	local cause="toolrun-init\[1\] warn: toolrund \(pid $KILLED\) was killed by signal 9 \(SIGKILL\)"
-	ct_wait_for 5 bash -c "docker logs '$CT_BOX' 2>&1 | grep -qE '$cause(; restarting| after [0-9]+ ms; restarting in [0-9]+ ms)\$'"
-	ct_log | grep -q "toolrun-init\[1\] info: started /usr/sbin/toolrund (pid $(ct_daemon_pid))"
+	ct_wait_for "$CT_WAIT" bash -c "docker logs '$CT_BOX' 2>&1 | grep -qE '$cause(; restarting| after [0-9]+ ms; restarting in [0-9]+ ms)\$'"
+	ct_log | grep -q "toolrun-init\[1\] info: started /opt/toolrun/sbin/toolrund (pid $(ct_daemon_pid))"
 }
 
 @test "05-supervision: a daemon that exits by itself is restarted too" {
 	local pid
 	pid=$(ct_daemon_pid)
 	docker exec "$CT_BOX" bash -c "kill -TERM $pid"
-	ct_wait_for 5 bash -c "docker logs '$CT_BOX' 2>&1 | grep -qE 'toolrund \(pid $pid\) exited with status 0(;| after)'"
-	ct_wait_for 5 ct_ping
+	ct_wait_for "$CT_WAIT" bash -c "docker logs '$CT_BOX' 2>&1 | grep -qE 'toolrund \(pid $pid\) exited with status 0(;| after)'"
+	ct_wait_for "$CT_WAIT" ct_ping
 	[ "$(ct_daemon_pid)" != "$pid" ]
 }
 
@@ -79,10 +92,10 @@ ct_kill_daemon() {
 		echo "$code" >"$rc"
 	) &
 	local client=$!
-	ct_wait_for 10 bash -c "docker exec '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -qx tail"
+	ct_wait_for "$CT_WAIT" bash -c "docker exec '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -qx tail"
 	ct_kill_daemon
-	# It ends by itself, within a few seconds.
-	ct_wait_for 5 test -s "$rc" || {
+	# It ends by itself (tail -f never would).
+	ct_wait_for "$CT_WAIT" test -s "$rc" || {
 		echo "# the client did not end; stderr: $(cat "$err")" >&3
 		docker exec "$CT_BOX" bash -c 'for d in /proc/[0-9]*; do echo "# ${d#/proc/} $(cat $d/comm) $(cut -d" " -f3-5 $d/stat)"; done' >&3
 		ct_log | tail -n 8 | sed 's/^/# /' >&3
@@ -94,7 +107,7 @@ ct_kill_daemon() {
 	grep -E '^toolrun: tail: ' "$err"
 	[ "$(cat "$out")" = $'alpha\nbeta\ngamma\nbeta' ]
 	# The program did not outlive its daemon.
-	ct_wait_for 5 bash -c "[ -z \"\$(docker exec '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -x tail)\" ]"
+	ct_wait_for "$CT_WAIT" bash -c "[ -z \"\$(docker exec '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -x tail)\" ]"
 }
 
 @test "05-supervision: a command started while the daemon is down fails clearly or runs on the new one" {
@@ -106,14 +119,14 @@ ct_kill_daemon() {
 	else
 		[ "$output" = $'alpha\nbeta\ngamma\nbeta' ]
 	fi
-	ct_wait_for 5 ct_ping
+	ct_wait_for "$CT_WAIT" ct_ping
 }
 
-@test "05-supervision: repeated kills: each restart within 2 seconds (the backoff stays under 1 s)" {
+@test "05-supervision: repeated kills: each restart within a second (the backoff stays under 1 s)" {
 	local i
 	for i in 1 2 3 4 5; do
 		ct_kill_daemon
-		ct_less "$BACK" 2
+		[ "$(ct_restart_delay "$KILLED")" -le 1000 ]
 	done
 	# Quick exits in a row were restarted after a growing delay.
 	ct_log | grep -q 'restarting in [0-9]* ms'
@@ -121,14 +134,20 @@ ct_kill_daemon() {
 }
 
 @test "05-supervision: PID 1 reaps orphans: no zombie is left" {
-	# The exec'd shell exits at once; its children become PID 1's.
-	docker exec "$CT_BOX" bash -c '(sleep 0.2 &) ; (sleep 0.3 &); exit 0'
-	sleep 1.5
-	run docker exec "$CT_BOX" bash -c '
-		for d in /proc/[0-9]*; do
-			read -r stat <"$d/stat" 2>/dev/null || continue
-			set -- ${stat##*) }
-			[ "$1" = Z ] && echo "zombie: $stat"
-		done; true'
-	[ -z "$output" ]
+	# The exec'd shell exits at once; its children become PID 1's. Once
+	# they have ended, none may be left as a zombie: wait for that state
+	# (an unreaped orphan would stay a zombie for ever).
+	docker exec "$CT_BOX" bash -c '(exec -a orphan-a sleep 0.2 &) ; (exec -a orphan-b sleep 0.3 &); exit 0'
+	ct_no_orphans() {
+		run docker exec "$CT_BOX" bash -c '
+			for d in /proc/[0-9]*; do
+				read -r stat <"$d/stat" 2>/dev/null || continue
+				set -- ${stat##*) }
+				[ "$1" = Z ] && echo "zombie: $stat"
+				read -r -d "" argv0 <"$d/cmdline" 2>/dev/null
+				case $argv0 in orphan-*) echo "running: $stat" ;; esac
+			done; true'
+		[ -z "$output" ]
+	}
+	ct_wait_for "$CT_WAIT" ct_no_orphans || { echo "$output" >&2; return 1; }
 }

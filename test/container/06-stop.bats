@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
-# A clean stop: `docker stop` finishes in under 2 s while commands run in
-# the box, PID 1 exits 0 after stopping the daemon, and nothing of the
-# container is left running.
+# A clean stop: on `docker stop`, while commands run in the box, PID 1
+# stops the daemon and exits 0 by itself (the engine's SIGKILL, after its
+# grace period, would give 137), and nothing of the container is left
+# running. The grace period is long (60 s), so that a slow machine cannot
+# make the engine's SIGKILL win; how long the stop took is a TAP comment.
 
 load helpers
 
@@ -17,14 +19,12 @@ setup() { ct_setup; }
 	local c1=$!
 	docker exec "$CT_BOX" sleep 600 >/dev/null 2>&1 &
 	local c2=$!
-	ct_wait_for 10 bash -c "docker exec '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -qx tail"
+	ct_wait_for "$CT_WAIT" bash -c "docker exec '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -qx tail"
 
-	local start elapsed
+	local start
 	start=$(ct_now)
-	docker stop "$CT_BOX" >/dev/null
-	elapsed=$(ct_elapsed "$start" "$(ct_now)")
-	echo "# docker stop took ${elapsed}s" >&3
-	ct_less "$elapsed" 2
+	docker stop -t 60 "$CT_BOX" >/dev/null
+	echo "# docker stop took $(ct_elapsed "$start" "$(ct_now)")s" >&3
 
 	# PID 1 stopped the daemon and exited 0 by itself (not killed).
 	[ "$(docker inspect --format '{{.State.Status}} {{.State.ExitCode}} {{.State.OOMKilled}} {{.State.Pid}}' "$CT_BOX")" = "exited 0 false 0" ]
@@ -34,7 +34,7 @@ setup() { ct_setup; }
 	! ct_log | grep -q 'did not stop within'
 
 	# The clients ended.
-	ct_wait_for 5 bash -c "! kill -0 $c1 2>/dev/null && ! kill -0 $c2 2>/dev/null"
+	ct_wait_for "$CT_WAIT" bash -c "! kill -0 $c1 2>/dev/null && ! kill -0 $c2 2>/dev/null"
 	wait "$c1" || true
 	wait "$c2" || true
 
@@ -45,22 +45,20 @@ setup() { ct_setup; }
 
 @test "06-stop: the stopped box starts again and serves" {
 	docker start "$CT_BOX" >/dev/null
-	ct_wait_for 20 docker exec "$CT_BOX" toolrun ping
+	ct_wait_for "$CT_WAIT" docker exec "$CT_BOX" toolrun ping
 	run docker exec "$CT_BOX" bash -lc 'cat words.txt | wc -l'
 	[ "$output" = 4 ]
 }
 
-@test "06-stop: a wedged daemon does not hold docker stop: killed after 1.5 s, exit 0" {
-	local name pid start elapsed
+@test "06-stop: a wedged daemon does not hold docker stop: toolrun-init kills it after 1.5 s and exits 0" {
+	local name pid start
 	name=$(ct_start wedged)
 	pid=$(ct_daemon_pid "$name")
 	[ -n "$pid" ]
 	docker exec "$name" bash -c "kill -STOP $pid"
 	start=$(ct_now)
-	docker stop "$name" >/dev/null
-	elapsed=$(ct_elapsed "$start" "$(ct_now)")
-	echo "# docker stop of a wedged daemon took ${elapsed}s" >&3
-	ct_less "$elapsed" 3
+	docker stop -t 60 "$name" >/dev/null
+	echo "# docker stop of a wedged daemon took $(ct_elapsed "$start" "$(ct_now)")s" >&3
 	[ "$(docker inspect --format '{{.State.Status}} {{.State.ExitCode}}' "$name")" = "exited 0" ]
 	ct_log "$name" | grep -q "toolrund (pid $pid) did not stop within 1500 ms; killing it"
 	docker rm -f "$name" >/dev/null

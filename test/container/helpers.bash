@@ -6,8 +6,20 @@
 # the sources changed, then starts the file's box) and ct_teardown_file in
 # teardown_file (which removes every container the file started).
 #
-# No Docker engine: every test is skipped with a message, except under
-# CI=true, where setup_file fails: CI must run this suite for real.
+# The suite runs once per image variant (TOOLRUN_TEST_VARIANT: base, the
+# default image, or dev, the development image; test/container/meson.build
+# registers both). Image tags are this tree's own (a hash of its path,
+# unless TOOLRUN_TEST_TAG says otherwise), so that two checkouts testing
+# on one engine never build over each other's images, and no test uses an
+# image it did not build.
+#
+# No Docker engine: it is started (scripts/ensure-docker.sh) when dockerd
+# is installed and we are root; otherwise every test is skipped with a
+# message, except under CI=true, where setup_file fails: CI must run this
+# suite for real.
+#
+# Nothing here assumes a fast machine: waits poll for the awaited state
+# with generous bounds, and no test asserts how long something took.
 
 bats_require_minimum_version 1.5.0
 
@@ -15,22 +27,38 @@ bats_require_minimum_version 1.5.0
 
 CT_SRC="$TOOLRUN_SOURCE"
 CT_RUN="$CT_SRC/container/run.sh"
-CT_IMAGE=${TOOLRUN_TEST_IMAGE:-toolrun:test}
+CT_VARIANT=${TOOLRUN_TEST_VARIANT:-base}
+case $CT_VARIANT in base|dev) ;; *) echo "TOOLRUN_TEST_VARIANT must be base or dev" >&2; exit 1 ;; esac
+CT_TAG=${TOOLRUN_TEST_TAG:-$(printf '%s' "$CT_SRC" | sha256sum | cut -c1-12)}
+CT_IMAGE="toolrun-test:$CT_TAG-$CT_VARIANT"
+# The self-contained tree (the Dockerfile's install target), and an image
+# derived from a plain base with the documented lines.
+CT_INSTALL_IMAGE="toolrun-test-install:$CT_TAG"
+CT_DERIVED_IMAGE="toolrun-test-derived:$CT_TAG"
 # The tools the image's config lists.
 CT_TOOLS=$(sed -n 's/^tools[[:space:]]*=[[:space:]]*//p' "$CT_SRC/container/toolrun.conf")
+# A file every Debian or Ubuntu image has, longer than the limits (200
+# lines, 4000 bytes): shaped output is cut with a marker.
+CT_BIG=/usr/share/common-licenses/GPL-3
 # Container names: this run's and this file's prefix, so that teardown
 # finds them all and two runs of the suite never touch each other's boxes.
 CT_RUN_ID=${BATS_RUN_TMPDIR:-$$}
 CT_RUN_ID=${CT_RUN_ID##*-}
-CT_PREFIX="trtest-$CT_RUN_ID-$(basename "$BATS_TEST_FILENAME" .bats)"
+CT_PREFIX="trtest-$CT_RUN_ID-$CT_VARIANT-$(basename "$BATS_TEST_FILENAME" .bats)"
+# Bounds for waits (seconds): reached only when something is wrong.
+CT_WAIT=${TOOLRUN_TEST_WAIT:-120}
 
 # Is there an engine? Sets CT_SKIP (read by ct_setup) when there is not.
 ct_engine() {
 	local why=
 	if ! command -v docker >/dev/null 2>&1; then
 		why="docker is not installed"
-	elif ! timeout 20 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then
-		why="no Docker engine answers (is dockerd running? is the socket accessible?)"
+	elif ! timeout 60 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then
+		if [ "$(id -u)" = 0 ] && command -v dockerd >/dev/null 2>&1; then
+			"$CT_SRC/scripts/ensure-docker.sh" >&2 || true
+		fi
+		timeout 60 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
+			why="no Docker engine answers (is dockerd running? is the socket accessible?)"
 	fi
 	[ -z "$why" ] && return 0
 	if [ "${CI-}" = true ]; then
@@ -41,9 +69,10 @@ ct_engine() {
 	return 0
 }
 
-# Build the image (the engine's cache makes an unchanged tree cheap).
+# Build this variant's image (the engine's cache makes an unchanged tree
+# cheap).
 ct_build() {
-	TOOLRUN_IMAGE="$CT_IMAGE" "$CT_SRC/container/build.sh" --quiet >&2
+	"$CT_SRC/container/build.sh" --image "$CT_IMAGE" --variant "$CT_VARIANT" --quiet >&2
 }
 
 # A fresh workspace the container's user (1000) can write, with files.
@@ -68,14 +97,20 @@ ct_start() {
 	shift
 	local ws
 	ws=$(ct_workspace)
-	TOOLRUN_IMAGE="$CT_IMAGE" "$CT_RUN" --replace "$@" "$name" "$ws"
+	TOOLRUN_IMAGE="$CT_IMAGE" "$CT_RUN" --replace --wait "$CT_WAIT" "$@" "$name" "$ws"
 }
 
-ct_setup_file() {
+# ct_setup_image: the engine and this variant's image, no box.
+ct_setup_image() {
 	ct_engine || return 1
 	[ -n "${CT_SKIP-}" ] && return 0
 	ct_build || { echo "container suite: the image build failed" >&2; return 1; }
 	ct_remove_all
+}
+
+ct_setup_file() {
+	ct_setup_image || return 1
+	[ -n "${CT_SKIP-}" ] && return 0
 	CT_BOX=$(ct_start box "$@") || {
 		echo "container suite: container/run.sh failed" >&2
 		return 1
@@ -107,7 +142,7 @@ ct_sh() {
 }
 
 # The pid of the serving toolrund (the child of PID 1 named toolrund),
-# found by scanning /proc: the image has no procps.
+# found by scanning /proc with bash alone (no procps needed).
 ct_daemon_pid() {
 	docker exec "${1:-$CT_BOX}" bash -c '
 		for d in /proc/[0-9]*; do
@@ -128,7 +163,8 @@ ct_pids_named() {
 		done; true' - "$1"
 }
 
-# Wait until COMMAND... succeeds, polling every 0.1 s, for SECONDS at most.
+# Wait until COMMAND... succeeds, polling every 0.1 s, for SECONDS at most
+# (a bound for a broken box, not a claim about speed).
 ct_wait_for() {
 	local seconds=$1
 	shift
@@ -160,10 +196,10 @@ ct_new_jobs() {
 	ct_job_lines | tail -n +$(($1 + 1))
 }
 
-# ct_wait_job N PATTERN: wait (5 s at most) for a job line after the
+# ct_wait_job N PATTERN: wait (CT_WAIT at most) for a job line after the
 # first N that matches PATTERN (an extended regex); print it.
 ct_wait_job() {
-	local before=$1 pattern=$2 deadline=$((SECONDS + 5)) line
+	local before=$1 pattern=$2 deadline=$((SECONDS + CT_WAIT)) line
 	while :; do
 		line=$(ct_new_jobs "$before" | grep -E -- "$pattern" | head -n 1)
 		if [ -n "$line" ]; then
@@ -178,8 +214,23 @@ ct_wait_job() {
 	return 1
 }
 
-# Seconds since the epoch, with fractions, and a difference of two.
+# ct_no_jobs_since N [BOX]: the daemon logged no job after the first N
+# job lines. Proved without sleeping: a marker job (head, run after the
+# commands under test) must be the only new line, and the daemon writes
+# its lines in the order the jobs end.
+ct_no_jobs_since() {
+	local before=$1 box=${2:-$CT_BOX} new
+	docker exec "$box" bash -c 'head -c 0 /dev/null' || return 1
+	CT_BOX=$box ct_wait_job "$before" ' tool=head .* exit=0 ' >/dev/null || return 1
+	new=$(CT_BOX=$box ct_new_jobs "$before")
+	if [ "$(printf '%s\n' "$new" | wc -l)" -ne 1 ]; then
+		echo "job lines logged besides the marker's:" >&2
+		printf '%s\n' "$new" >&2
+		return 1
+	fi
+}
+
+# Seconds since the epoch, with fractions, and a difference of two: for
+# the TAP comments only (no test asserts a duration).
 ct_now() { date +%s.%N; }
 ct_elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-# ct_less A B: is A < B (decimals)?
-ct_less() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }

@@ -1,6 +1,9 @@
 #!/usr/bin/env bats
 # The profile snippet: a login bash restarts itself with the library,
-# exactly as it was started, and its commands then reach the daemon.
+# exactly as it was started, and its commands then reach the daemon. A
+# shell that LD_PRELOAD already gives the library (an image's ENV) is not
+# restarted, only declared agent-facing; one that has the library hidden
+# (below a listed tool) is left alone; TOOLRUN=off leaves every shell alone.
 
 load helpers
 
@@ -8,7 +11,12 @@ setup_file() {
 	tr_start
 	export TR_HOME="$TR_DIR/home"
 	mkdir -p "$TR_HOME"
-	echo ". '$TR_SNIPPET'" >"$TR_HOME/.bash_profile"
+	# TR_COUNT names a file that gets a line each time a login bash
+	# reads its profile: twice when the snippet restarts bash.
+	{
+		echo '[ -z "${TR_COUNT-}" ] || echo "$$" >>"$TR_COUNT"'
+		echo ". '$TR_SNIPPET'"
+	} >"$TR_HOME/.bash_profile"
 	echo ". '$TR_SNIPPET'" >"$TR_HOME/.profile"
 }
 
@@ -93,4 +101,88 @@ login() {
 	[ "$status" -eq 0 ]
 	[ "$output" = "$(printf 'x\ndepth-ok')" ]
 	jobs_since "$n" | grep -q ' tool=cat '
+}
+
+@test "17-profile-restart: without the library, a login bash reads its profile twice (the restart)" {
+	local count="$BATS_TEST_TMPDIR/count"
+	run login TR_COUNT="$count" bash -lc 'true'
+	[ "$status" -eq 0 ]
+	[ "$(wc -l <"$count")" -eq 2 ]
+}
+
+@test "17-profile-env: LD_PRELOAD naming the library: no restart, the profile is read once" {
+	local count="$BATS_TEST_TMPDIR/count"
+	run --separate-stderr login TR_COUNT="$count" LD_PRELOAD="$TR_LIB" \
+		bash -lc 'echo "$0|$1"; shopt -q login_shell && echo login' zero one
+	[ "$status" -eq 0 ]
+	[ "$output" = $'zero|one\nlogin' ]
+	[ -z "$stderr" ]
+	[ "$(wc -l <"$count")" -eq 1 ]
+}
+
+@test "17-profile-env-declares: LD_PRELOAD naming the library: the shell's stdout and stderr are declared" {
+	local out="$BATS_TEST_TMPDIR/out" want
+	login LD_PRELOAD="$TR_LIB" bash -lc 'echo "$TOOLRUN_AGENT_STDOUT $TOOLRUN_AGENT_STDERR"' \
+		>"$out" 2>/dev/null
+	want="$(stat -c '%d:%i' "$out") $(stat -c '%d:%i' /dev/null)"
+	[ "$(cat "$out")" = "$want" ]
+}
+
+@test "17-profile-env-intercepts: LD_PRELOAD naming the library: commands reach the daemon, LD_PRELOAD unchanged" {
+	n=$(tr_job_count)
+	run --separate-stderr login LD_PRELOAD="$TR_LIB" bash -lc 'cat /etc/hostname; echo "$LD_PRELOAD"'
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "$(cat /etc/hostname)" ]
+	[ "${lines[1]}" = "$TR_LIB" ]
+	jobs_since "$n" | grep -q ' tool=cat '
+}
+
+@test "17-profile-env-kept: LD_PRELOAD naming the library: a declaration already made is kept" {
+	run login LD_PRELOAD="$TR_LIB" TOOLRUN_AGENT_STDOUT=1:2 TOOLRUN_AGENT_STDERR=3:4 \
+		bash -lc 'echo "$TOOLRUN_AGENT_STDOUT $TOOLRUN_AGENT_STDERR"'
+	[ "$output" = "1:2 3:4" ]
+}
+
+@test "17-profile-env-other: the library among other LD_PRELOAD entries counts as preloaded" {
+	local count="$BATS_TEST_TMPDIR/count"
+	run login TR_COUNT="$count" LD_PRELOAD="libc.so.6:$TR_LIB" bash -lc 'echo "$LD_PRELOAD"'
+	[ "$output" = "libc.so.6:$TR_LIB" ]
+	[ "$(wc -l <"$count")" -eq 1 ]
+}
+
+@test "17-profile-off-env: TOOLRUN=off with LD_PRELOAD naming the library: nothing declared, no restart" {
+	local count="$BATS_TEST_TMPDIR/count"
+	run login TR_COUNT="$count" TOOLRUN=off LD_PRELOAD="$TR_LIB" \
+		bash -lc 'echo "[${TOOLRUN_AGENT_STDOUT-unset}] [${TOOLRUN_AGENT_STDERR-unset}]"'
+	[ "$output" = "[unset] [unset]" ]
+	[ "$(wc -l <"$count")" -eq 1 ]
+}
+
+@test "17-profile-off-count: TOOLRUN=off: the profile is read once" {
+	local count="$BATS_TEST_TMPDIR/count"
+	run login TR_COUNT="$count" TOOLRUN=off bash -lc 'true'
+	[ "$(wc -l <"$count")" -eq 1 ]
+}
+
+@test "17-profile-nested-quiet: a login bash below a listed tool declares nothing and reads its profile once" {
+	local count="$BATS_TEST_TMPDIR/count"
+	printf 'x\n' >"$TR_DIR/x"
+	# The outer shell is restarted (two lines); the inner one must add one.
+	run timeout 20 env -u LD_PRELOAD -u BASH_ENV -u TOOLRUN_AGENT_STDOUT -u TOOLRUN_AGENT_STDERR \
+		HOME="$TR_HOME" TR_MARK="$TR_MARK" TR_COUNT="$count" \
+		bash -lc "find $TR_DIR/x -exec bash -lc 'echo \"[\${TOOLRUN_AGENT_STDOUT-unset}] [\${TOOLRUN_AGENT_STDERR-unset}]\"' sh {} \\;"
+	[ "$status" -eq 0 ]
+	[ "$output" = "[unset] [unset]" ]
+	[ "$(wc -l <"$count")" -eq 3 ]
+}
+
+@test "17-profile-nested-env: with LD_PRELOAD naming the library, a login bash below a listed tool declares nothing" {
+	local count="$BATS_TEST_TMPDIR/count"
+	printf 'x\n' >"$TR_DIR/x"
+	run timeout 20 env -u BASH_ENV -u TOOLRUN_AGENT_STDOUT -u TOOLRUN_AGENT_STDERR \
+		LD_PRELOAD="$TR_LIB" HOME="$TR_HOME" TR_MARK="$TR_MARK" TR_COUNT="$count" \
+		bash -lc "find $TR_DIR/x -exec bash -lc 'echo \"[\${TOOLRUN_AGENT_STDOUT-unset}]\"; cat \$1' sh {} \\;"
+	[ "$status" -eq 0 ]
+	[ "$output" = $'[unset]\nx' ]
+	[ "$(wc -l <"$count")" -eq 2 ]
 }

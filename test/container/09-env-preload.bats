@@ -1,0 +1,106 @@
+#!/usr/bin/env bats
+# The image gives the library to every process through `ENV LD_PRELOAD`:
+# the agent's login shell has it from its first instruction, so the
+# profile snippet does not restart bash (the login scripts run once); it
+# only declares the shell's stdout and stderr agent-facing. A login shell
+# below a listed tool declares nothing, and TOOLRUN=off turns it all off.
+
+load helpers
+
+setup_file() { ct_setup_file; }
+teardown_file() { ct_teardown_file; }
+setup() { ct_setup; }
+
+@test "09-env-preload: the image's environment names the library, and it exists" {
+	run docker image inspect --format '{{json .Config.Env}}' "$CT_IMAGE"
+	[[ $output == *'"LD_PRELOAD=/opt/toolrun/lib/toolrun/libtoolrun.so"'* ]]
+	run docker exec "$CT_BOX" bash -c 'test -r "$LD_PRELOAD" && grep -c "$LD_PRELOAD" /proc/$$/maps'
+	[ "$status" -eq 0 ]
+	[ "$output" -ge 1 ]
+}
+
+@test "09-env-preload: bash -lc is not restarted: its first exec image is docker's, without a declaration" {
+	# A restart would exec bash again with the declaration exported, so
+	# the process's initial environment (/proc/PID/environ) would hold it.
+	run --separate-stderr docker exec "$CT_BOX" bash -lc '
+		n=0
+		while IFS= read -r -d "" v; do
+			case $v in TOOLRUN_AGENT_*) n=$((n + 1)) ;; esac
+		done </proc/$$/environ
+		echo "initial=$n declared=${TOOLRUN_AGENT_STDOUT:+yes}"'
+	[ "$status" -eq 0 ]
+	[ "$output" = "initial=0 declared=yes" ]
+	[ -z "$stderr" ]
+}
+
+@test "09-env-preload: the login shell's stdout and stderr are declared as they are" {
+	run --separate-stderr docker exec "$CT_BOX" bash -lc '
+		echo "$TOOLRUN_AGENT_STDOUT"; stat -L -c %d:%i /proc/$$/fd/1
+		echo "$TOOLRUN_AGENT_STDERR" >&2; stat -L -c %d:%i /proc/$$/fd/2 >&2'
+	[ "$status" -eq 0 ]
+	[[ ${lines[0]} =~ ^[0-9]+:[0-9]+$ ]]
+	[ "${lines[0]}" = "${lines[1]}" ]
+	local err=()
+	mapfile -t err <<<"$stderr"
+	[[ ${err[0]} =~ ^[0-9]+:[0-9]+$ ]]
+	[ "${err[0]}" = "${err[1]}" ]
+}
+
+@test "09-env-preload: a declaration made by the caller is kept" {
+	run docker exec -e TOOLRUN_AGENT_STDOUT=1:2 -e TOOLRUN_AGENT_STDERR=3:4 "$CT_BOX" \
+		bash -lc 'echo "$TOOLRUN_AGENT_STDOUT $TOOLRUN_AGENT_STDERR"'
+	[ "$output" = "1:2 3:4" ]
+}
+
+@test "09-env-preload: shaped for the agent, whole into a pipe, under bash -lc" {
+	local before size
+	size=$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" wc -c "$CT_BIG")
+	size=${size%% *}
+	before=$(ct_job_count)
+	run --separate-stderr docker exec "$CT_BOX" bash -lc "cat $CT_BIG"
+	[ "$status" -eq 0 ]
+	[[ $output == *"...[truncated: "* ]]
+	[ "${#output}" -le 4100 ]
+	run --separate-stderr docker exec "$CT_BOX" bash -lc "cat $CT_BIG | wc -c"
+	[ "$output" = "$size" ]
+	ct_wait_job "$before" ' tool=cat .* exit=0 '
+}
+
+@test "09-env-preload: a shell that is not a login shell has the library too" {
+	local before
+	before=$(ct_job_count)
+	run docker exec "$CT_BOX" bash -c 'cat words.txt'
+	[ "$status" -eq 0 ]
+	[ "$output" = $'alpha\nbeta\ngamma\nbeta' ]
+	ct_wait_job "$before" ' tool=cat .* exit=0 '
+}
+
+@test "09-env-preload: a login bash below a listed tool declares nothing" {
+	local before
+	before=$(ct_job_count)
+	run --separate-stderr docker exec "$CT_BOX" bash -lc \
+		'find . -name words.txt -exec bash -lc '\''
+			echo "[${TOOLRUN_AGENT_STDOUT-unset}] [${TOOLRUN_AGENT_STDERR-unset}]"
+			cat "$1" | wc -l'\'' sh {} \;'
+	[ "$status" -eq 0 ]
+	[ "$output" = $'[unset] [unset]\n4' ]
+	[ -z "$stderr" ]
+	ct_wait_job "$before" ' tool=find .* exit=0 '
+	ct_wait_job "$before" ' tool=wc .* exit=0 '
+}
+
+@test "09-env-preload: TOOLRUN=off: nothing declared, nothing handed to the daemon" {
+	local before
+	before=$(ct_job_count)
+	run --separate-stderr docker exec -e TOOLRUN=off "$CT_BOX" bash -lc \
+		"echo \"[\${TOOLRUN_AGENT_STDOUT-unset}]\"; cat $CT_BIG | head -n 1; cat $CT_BIG | wc -l"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "[unset]" ]
+	[ "${#lines[@]}" -eq 3 ]
+	ct_no_jobs_since "$before"
+}
+
+@test "09-env-preload: TOOLRUN=off and an empty LD_PRELOAD: no library at all" {
+	run docker exec -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" bash -lc 'grep -c libtoolrun /proc/$$/maps'
+	[ "$output" = 0 ]
+}
