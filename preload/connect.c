@@ -18,13 +18,14 @@
 #define PAUSE_FIRST_MS 10
 #define PAUSE_LAST_MS 200
 
-/* What one socket path gave, worst news last: the outcome of a round is
- * the highest one seen, and its reason is the one reported. */
+/* What one socket path gave. The outcome of a round is the highest seen,
+ * and its reason is the one reported: a daemon restarting anywhere is
+ * waited for, whatever the other places gave. */
 enum attempt {
 	ATTEMPT_ABSENT,    /* nothing there */
-	ATTEMPT_DOWN,      /* there, but nobody answers: restarting */
 	ATTEMPT_FAILED,    /* connect() failed for another reason */
 	ATTEMPT_UNTRUSTED, /* answered, but not by the daemon we trust */
+	ATTEMPT_DOWN,      /* there, but nobody answers: restarting */
 	ATTEMPT_OK,
 };
 

@@ -53,17 +53,7 @@ setup() { ct_setup; }
 }
 
 @test "09-env-preload: shaped for the agent, whole into a pipe, under bash -lc" {
-	local before size
-	size=$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" wc -c "$CT_BIG")
-	size=${size%% *}
-	before=$(ct_job_count)
-	run --separate-stderr docker exec "$CT_BOX" bash -lc "cat $CT_BIG"
-	[ "$status" -eq 0 ]
-	[[ $output == *"...[truncated: "* ]]
-	[ "${#output}" -le 4100 ]
-	run --separate-stderr docker exec "$CT_BOX" bash -lc "cat $CT_BIG | wc -c"
-	[ "$output" = "$size" ]
-	ct_wait_job "$before" ' tool=cat .* exit=0 '
+	ct_shaped_and_whole "$CT_BIG" 1000
 }
 
 @test "09-env-preload: a shell that is not a login shell has the library too" {

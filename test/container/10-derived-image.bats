@@ -114,17 +114,7 @@ usr/local/bin/toolrun" ]
 }
 
 @test "10-derived-image: the daemon serves and shapes what reaches the agent" {
-	local before size
-	size=$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" wc -c "$CT_BIG")
-	size=${size%% *}
-	before=$(ct_job_count)
-	run --separate-stderr docker exec "$CT_BOX" bash -lc "cat $CT_BIG"
-	[ "$status" -eq 0 ]
-	[[ $output == *"...[truncated: "* ]]
-	[ -z "$stderr" ]
-	run docker exec "$CT_BOX" bash -lc "cat $CT_BIG | wc -c"
-	[ "$output" = "$size" ]
-	ct_wait_job "$before" ' uid=0 tool=cat .* exit=0 '
+	ct_shaped_and_whole "$CT_BIG" 0
 	run docker exec "$CT_BOX" bash -lc 'ls /nonexistent'
 	[ "$status" -eq 2 ]
 }

@@ -214,6 +214,24 @@ ct_wait_job() {
 	return 1
 }
 
+# ct_shaped_and_whole FILE UID: `cat FILE` under bash -lc reaches the
+# agent cut, with the marker and no error; into a pipe, every byte; and
+# the daemon logged the job for UID.
+ct_shaped_and_whole() {
+	local file=$1 uid=$2 before size
+	size=$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" wc -c "$file")
+	size=${size%% *}
+	before=$(ct_job_count)
+	run --separate-stderr docker exec "$CT_BOX" bash -lc "cat $file"
+	[ "$status" -eq 0 ]
+	[[ $output == *"...[truncated: "* ]]
+	[ "${#output}" -le 4100 ]
+	[ -z "$stderr" ]
+	run --separate-stderr docker exec "$CT_BOX" bash -lc "cat $file | wc -c"
+	[ "$output" = "$size" ]
+	ct_wait_job "$before" " uid=$uid tool=cat .* exit=0 " >/dev/null
+}
+
 # ct_no_jobs_since N [BOX]: the daemon logged no job after the first N
 # job lines. Proved without sleeping: a marker job (head, run after the
 # commands under test) must be the only new line, and the daemon writes
