@@ -21,9 +21,7 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
-#define UNUSED __attribute__((unused))
 #define NORETURN __attribute__((noreturn))
 #define HIDDEN __attribute__((visibility("hidden")))
 
@@ -40,14 +38,6 @@ static inline void close_fd(int *fd)
 
 /* `_cleanup_close_ int fd = ...;` closes fd when it goes out of scope. */
 #define _cleanup_close_ __attribute__((cleanup(close_fd)))
-
-/* Hand an fd over to a new owner: the cleanup no longer closes it. */
-static inline int steal_fd(int *fd)
-{
-	int r = *fd;
-	*fd = -1;
-	return r;
-}
 
 /* Retry a syscall that failed with EINTR. Returns -errno on failure. */
 #define RETRY_EINTR(expr)                                                      \
