@@ -28,6 +28,11 @@ OTHER_ABIS="ptrace-i386 unshare-x32"
 # Calls that the kernel may refuse root with EPERM of its own, before it
 # looks at the arguments: module loading or kexec disabled or locked down.
 KERNEL_MAY_REFUSE="kexec_load kexec_file_load init_module finit_module delete_module"
+# Calls for which the kernel checks a capability (CAP_SYS_ADMIN, and for
+# these CAP_SYS_PACCT, CAP_SYSLOG or CAP_BPF) before the arguments: run
+# without it, they are EPERM directly too.
+NEED_PRIVILEGE="mount umount umount2 fsopen fsconfig fsmount fspick open_tree
+	move_mount mount_setattr pivot_root acct syslog bpf"
 
 setup_file() {
 	tr_start "tools = try-syscall try-syscall-net" \
@@ -116,7 +121,11 @@ expect() {
 
 @test "06-direct-differs: directly, the denied calls do not give the policy's errno" {
 	# Otherwise the matrix would pass without any filter at all.
-	local name want got bad=()
+	local name want got bad=() outer=() differ=0
+	# A test that runs under a filter of its own (a container's) may get
+	# EPERM from that one, directly as through toolrun.
+	local filtered=no
+	[ "$(proc_status self Seccomp)" != 2 ] || filtered=yes
 	# shellcheck disable=SC2086
 	for name in $DENIED_EPERM $DENIED_ENOSYS $DENIED_EACCES; do
 		[ "$name" = umount ] && [ -z "$(result direct umount)" ] && continue
@@ -127,12 +136,21 @@ expect() {
 		[ -n "$got" ] || { bad+=("$name: not run"); continue; }
 		if [ "$got" = "$want" ]; then
 			in_list "$name" $KERNEL_MAY_REFUSE && continue
+			! has_cap 21 && in_list "$name" $NEED_PRIVILEGE && continue
 			# io_uring may be compiled out, so ENOSYS directly too.
 			[[ $name == io_uring_* ]] && continue
+			[ "$filtered" = yes ] && { outer+=("$name"); continue; }
 			bad+=("$name: $got directly")
+		else
+			differ=$((differ + 1))
 		fi
 	done
+	[ "${#outer[@]}" -eq 0 ] ||
+		echo "# the policy's errno directly too, under this test's own filter: ${outer[*]}" >&3
 	[ "${#bad[@]}" -eq 0 ] || { printf '# %s\n' "${bad[@]}" >&3; return 1; }
+	# However the machine answers, some calls show the difference: the
+	# socket calls at least, which nothing but toolrun refuses with EACCES.
+	[ "$differ" -ge 4 ]
 }
 
 @test "07-tiocsti-high-bits: TIOCSTI with high bits set in the request is still EPERM" {
