@@ -37,6 +37,8 @@
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_ENV 16
 #define HAMMERS 8
+/* The longest a daemon of the benchmark's may take to come up. */
+#define START_WAIT_MS 60000
 
 /* How much of each scenario: a full run, or a smoke run that only shows
  * that every scenario produces numbers. */
@@ -403,9 +405,10 @@ static int daemon_job_count(const struct bench *b)
 /* Calls that should each have gone through the daemon did. */
 static void expect_jobs(struct bench *b, int before, int calls, const char *scenario)
 {
-	/* The log is written as jobs start; give the last ones a moment. */
+	/* The log is written as jobs start; give the last ones a moment (up
+	 * to 10 s: a loaded machine may be slow to schedule the daemon). */
 	int got = 0;
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < 500; i++) {
 		got = daemon_job_count(b) - before;
 		if (got >= calls)
 			break;
@@ -477,7 +480,9 @@ static void start_daemon(struct bench *b)
 		_exit(127);
 	}
 	close(log);
-	for (int i = 0; i < 200; i++) {
+	/* Up to 60 s: a bound for a daemon that never comes up, not a
+	 * deadline for one that is slow to, on a loaded machine. */
+	for (int i = 0; i < START_WAIT_MS / 25; i++) {
 		if (access(b->socket, F_OK) == 0 && ping_ok(b))
 			return;
 		sleep_ms(25);
@@ -505,7 +510,7 @@ static void start_shimd(struct bench *b)
 		execve(argv[0], argv, b->direct.vars);
 		_exit(127);
 	}
-	for (int i = 0; i < 200; i++) {
+	for (int i = 0; i < START_WAIT_MS / 25; i++) {
 		if (access(b->shim_socket, F_OK) == 0)
 			return;
 		sleep_ms(25);
@@ -892,7 +897,7 @@ static void bench_memory(struct bench *b, const struct memory *idle)
 	for (int i = 0; i < held; i++)
 		clients[i] = spawn(argv, &b->toolrun, -1);
 	int running = 0;
-	for (int i = 0; i < 1000 && running < held; i++) {
+	for (int i = 0; i < START_WAIT_MS / 20 && running < held; i++) {
 		sleep_ms(20);
 		running = programs_named(b, "sleep");
 	}

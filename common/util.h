@@ -21,9 +21,7 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
-#define UNUSED __attribute__((unused))
 #define NORETURN __attribute__((noreturn))
 #define HIDDEN __attribute__((visibility("hidden")))
 

@@ -26,7 +26,16 @@ corpus_split() {
 	local -A seen=()
 	local -a ids=()
 
-	mkdir -p "$dir" || return 1
+	# Every entry's directory at once (one mkdir, not one per entry).
+	local -a dirs=()
+	while IFS= read -r line || [ -n "$line" ]; do
+		[[ $line == '=== '* ]] || continue
+		rest=${line#=== }
+		id=${rest%% *}
+		[[ $id =~ ^[0-9]{3}-[a-z0-9]+-[A-Za-z0-9-]+$ ]] && dirs+=("$dir/$id")
+	done <"$corpus"
+	id=
+	mkdir -p "$dir" "${dirs[@]}" || return 1
 	while IFS= read -r line || [ -n "$line" ]; do
 		lineno=$((lineno + 1))
 		case $line in
@@ -47,11 +56,11 @@ corpus_split() {
 			fi
 			seen[$id]=1
 			ids+=("$id")
-			mkdir -p "$dir/$id"
 			: >"$dir/$id/meta"
 			case $rest in
 			*' KNOWN-DIFF:'*)
-				printf '%s\n' "${rest#* KNOWN-DIFF:}" | sed 's/^ *//' >"$dir/$id/known"
+				word=${rest#* KNOWN-DIFF:}
+				printf '%s\n' "${word#"${word%%[! ]*}"}" >"$dir/$id/known"
 				rest=${rest%% KNOWN-DIFF:*}
 				;;
 			esac
@@ -81,23 +90,27 @@ corpus_split() {
 		printf '%s\n' "$line" >>"$dir/$id/$section.raw"
 	done <"$corpus"
 
-	local f
+	# Drop blank lines (spaces and tabs only) at both ends and the final
+	# newline. In bash alone: a process per section would take most of a
+	# minute on a loaded machine.
+	local f s e IFS=$'\n'
+	local -a l
 	for id in "${ids[@]}"; do
 		for f in "$dir/$id"/*.raw; do
-			# Drop blank lines at both ends and the final newline.
-			awk '{ l[NR] = $0 }
-			     END {
-			       s = 1; while (s <= NR && l[s] ~ /^[ \t]*$/) s++
-			       e = NR; while (e >= s && l[e] ~ /^[ \t]*$/) e--
-			       for (i = s; i <= e; i++) printf "%s%s", l[i], (i < e ? "\n" : "")
-			     }' "$f" >"${f%.raw}"
-			rm -f "$f"
+			mapfile -t l <"$f"
+			s=0
+			e=$((${#l[@]} - 1))
+			while [ "$s" -le "$e" ] && [[ ${l[s]} =~ ^[[:blank:]]*$ ]]; do s=$((s + 1)); done
+			while [ "$e" -ge "$s" ] && [[ ${l[e]} =~ ^[[:blank:]]*$ ]]; do e=$((e - 1)); done
+			# The kept lines, joined by IFS's newline.
+			printf '%s' "${l[*]:s:e-s+1}" >"${f%.raw}"
 		done
 		if ! [ -s "$dir/$id/cmd" ]; then
 			echo "$corpus: entry $id has no command" >&2
 			return 1
 		fi
 	done
+	rm -f "$dir"/*/*.raw
 	printf '%s\n' "${ids[@]}" >"$dir/ids"
 }
 

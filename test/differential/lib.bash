@@ -225,7 +225,9 @@ dt_setup_file() {
 	shift
 	dt_start "$@" || return 1
 	export DT_FX="$TR_DIR/fx" DT_CASES="$TR_DIR/cases" DT_OUT="$TR_DIR/out"
-	export DT_STDIN="$DT_FX/stdin.txt" DT_TIMEOUT=30
+	# A run's bound, for a hang: entries take well under a second, but a
+	# loaded machine may stretch the largest ones many times over.
+	export DT_STDIN="$DT_FX/stdin.txt" DT_TIMEOUT=120
 	export DT_MAX_BYTES=$1 DT_MAX_LINES=$2
 	dt_fixture "$DT_FX" || return 1
 	corpus_split "$corpus" "$DT_CASES" || return 1

@@ -37,7 +37,7 @@ teardown_file() {
 }
 
 @test "04-status-124: a program past its timeout is killed, 124 and a notice" {
-	run --separate-stderr timeout 20 "$TR_BASH" 'tail -f /dev/null'
+	run --separate-stderr timeout 120 "$TR_BASH" 'tail -f /dev/null'
 	[ "$status" -eq 124 ]
 	[ "$stderr" = "toolrun: tail: timed out after 1 s" ]
 	grep -q 'tool=tail .* exit=124 timeout' "$TR_DIR/daemon.log"

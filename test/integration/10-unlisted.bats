@@ -36,7 +36,9 @@ teardown_file() {
 }
 
 @test "10-unlisted-other-preload: another LD_PRELOAD entry is kept for the program" {
-	other=$(ls /lib/x86_64-linux-gnu/libdl.so.2 /lib/*/libdl.so.2 2>/dev/null | head -n 1)
+	# Wherever this system keeps it (multiarch or not).
+	other=$(ls /lib/x86_64-linux-gnu/libdl.so.2 /lib/*/libdl.so.2 /lib64/libdl.so.2 \
+		/usr/lib/*/libdl.so.2 /usr/lib64/libdl.so.2 2>/dev/null | head -n 1)
 	[ -n "$other" ]
 	run tr_bash "export LD_PRELOAD=\"\$LD_PRELOAD:$other\"; $TR_PROBE env LD_PRELOAD"
 	[ "$output" = "LD_PRELOAD=$other" ]

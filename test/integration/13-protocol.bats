@@ -13,7 +13,7 @@ teardown_file() {
 }
 
 frame() {
-	run --separate-stderr timeout 20 "$TR_RAWFRAME" "$TR_DIR/s.sock" "$1"
+	run --separate-stderr timeout 120 "$TR_RAWFRAME" "$TR_DIR/s.sock" "$1"
 	[ "$status" -eq 0 ]
 }
 

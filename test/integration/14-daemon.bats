@@ -14,12 +14,7 @@ teardown_file() {
 }
 
 wait_gone() {
-	local pid=$1 i
-	for i in $(seq 1 100); do
-		[ -d "/proc/$pid" ] || return 0
-		sleep 0.05
-	done
-	return 1
+	wait_for 60 gone "$1"
 }
 
 @test "14-daemon-single: a second toolrund on the same socket refuses to start" {
@@ -44,7 +39,7 @@ wait_gone() {
 @test "14-daemon-client-killed: a client killed mid-flight takes its program with it" {
 	"$TR_BASH" "$TR_PROBE pid" >"$TR_DIR/probe.pid" &
 	client=$!
-	for i in $(seq 1 100); do [ -s "$TR_DIR/probe.pid" ] && break; sleep 0.05; done
+	wait_for 60 test -s "$TR_DIR/probe.pid"
 	prog=$(cat "$TR_DIR/probe.pid")
 	[ -d "/proc/$prog" ]
 	kill -KILL "$client"
@@ -54,21 +49,48 @@ wait_gone() {
 }
 
 @test "14-daemon-slow-reader: a client that does not read delays nobody else" {
-	"$TR_BASH" "cat $TR_DIR/big" | (sleep 6; cat >/dev/null) &
+	# The reader reads nothing until the file go exists: the program's
+	# output (2 MB) backs up through the client to the daemon.
+	rm -f "$TR_DIR/go"
+	n=$(tr_job_count)
+	# (At most 60 s, should the test fail before it makes go.)
+	"$TR_BASH" "cat $TR_DIR/big" 3>&- | (
+		for i in $(seq 1 1200); do [ -e "$TR_DIR/go" ] && break; sleep 0.05; done
+		cat >/dev/null
+	) 3>&- &
 	slow=$!
-	sleep 0.5
-	run timeout 5 "$TR_BASH" 'grep -c root /etc/passwd'
+	# The program has started (it ends only if the machine's socket
+	# buffers take all of it).
+	slow_cat_started() {
+		local launcher
+		launcher=$(pgrep -P "$(tr_daemon_pid)" -x toolrund-launch)
+		{ [ -n "$launcher" ] && [ -n "$(pgrep -P "$launcher" -f "^cat $TR_DIR/big\$")" ]; } ||
+			jobs_since "$n" | grep -q ' tool=cat '
+	}
+	wait_for 60 slow_cat_started
+	# Another request is answered while that reader still holds back:
+	# were the daemon stuck on it, this would wait for ever.
+	run timeout 60 "$TR_BASH" 'grep -c root /etc/passwd'
 	[ "$status" -eq 0 ]
 	[ "$output" = "$(grep -c root /etc/passwd)" ]
+	kill -0 "$slow"
+	touch "$TR_DIR/go"
 	wait "$slow"
 }
 
 @test "14-daemon-idle-client: a connected client that sends nothing delays nobody else" {
-	"$TR_RAWFRAME" "$TR_DIR/s.sock" idle >/dev/null &
+	# The idle client holds its connection until its stdin ends, when
+	# the file go exists (at most 60 s, should the test fail before).
+	rm -f "$TR_DIR/go"
+	(for i in $(seq 1 1200); do [ -e "$TR_DIR/go" ] && break; sleep 0.05; done) 3>&- |
+		"$TR_RAWFRAME" "$TR_DIR/s.sock" idle >"$TR_DIR/idle.out" 3>&- &
 	idle=$!
-	sleep 0.2
-	run timeout 5 "$TR_BASH" 'wc -l < /etc/passwd'
+	wait_for 60 grep -qx connected "$TR_DIR/idle.out"
+	run timeout 60 "$TR_BASH" 'wc -l < /etc/passwd'
 	[ "$status" -eq 0 ]
+	# Answered while the idle client was still connected, sending nothing.
+	kill -0 "$idle"
+	touch "$TR_DIR/go"
 	wait "$idle"
 }
 
@@ -85,7 +107,7 @@ wait_gone() {
 @test "14-daemon-stop: SIGTERM ends running programs, tells their clients, removes the socket" {
 	"$TR_BASH" "$TR_PROBE pid" >"$TR_DIR/probe2.pid" 2>"$TR_DIR/client.err" &
 	client=$!
-	for i in $(seq 1 100); do [ -s "$TR_DIR/probe2.pid" ] && break; sleep 0.05; done
+	wait_for 60 test -s "$TR_DIR/probe2.pid"
 	prog=$(cat "$TR_DIR/probe2.pid")
 	kill -TERM "$(cat "$TR_DIR/daemon.pid")"
 	status=0
@@ -93,8 +115,7 @@ wait_gone() {
 	[ "$status" -eq 1 ]
 	[ "$(cat "$TR_DIR/client.err")" = "toolrun: probe: lost connection to toolrund: the daemon closed the connection" ]
 	wait_gone "$prog"
-	for i in $(seq 1 100); do [ -e "$TR_DIR/s.sock" ] || break; sleep 0.05; done
-	[ ! -e "$TR_DIR/s.sock" ]
+	wait_for 60 test ! -e "$TR_DIR/s.sock"
 	tr_launch
 }
 

@@ -13,20 +13,20 @@ teardown_file() {
 
 @test "15-signals-timeout: timeout(1) around a listed tool ends it with SIGTERM" {
 	n=$(tr_job_count)
-	run timeout 20 "$TR_BASH" 'timeout 1 tail -f /dev/null; echo $?'
+	run timeout 120 "$TR_BASH" 'timeout 1 tail -f /dev/null; echo $?'
 	[ "$output" = 124 ]
 	jobs_since "$n" | grep -q 'tool=tail .*signal=TERM'
 }
 
 @test "15-signals-kill-term: kill -TERM of a background job kills the program" {
-	run timeout 20 "$TR_BASH" "$TR_PROBE pid >$TR_DIR/pid & until [ -s $TR_DIR/pid ]; do sleep 0.02; done; kill -TERM \$!; wait \$!; echo \$?; rm $TR_DIR/pid"
+	run timeout 120 "$TR_BASH" "$TR_PROBE pid >$TR_DIR/pid & until [ -s $TR_DIR/pid ]; do sleep 0.02; done; kill -TERM \$!; wait \$!; echo \$?; rm $TR_DIR/pid"
 	[ "$output" = 143 ]
 }
 
 @test "15-signals-kill-int: SIGINT to the caller reaches the program and it dies of it" {
 	# The caller is bash itself, which execs the probe and so becomes the
 	# client; a background subshell interrupts it once the probe runs.
-	run timeout 20 "$TR_BASH" "(until [ -s $TR_DIR/pid ]; do sleep 0.02; done; kill -INT \$\$) & exec $TR_PROBE pid >$TR_DIR/pid"
+	run timeout 120 "$TR_BASH" "(until [ -s $TR_DIR/pid ]; do sleep 0.02; done; kill -INT \$\$) & exec $TR_PROBE pid >$TR_DIR/pid"
 	rm -f "$TR_DIR/pid"
 	[ "$status" -eq 130 ]
 }
@@ -34,15 +34,15 @@ teardown_file() {
 @test "15-signals-ignored: a signal the caller ignores is not forwarded, as exec keeps it ignored" {
 	# bash starts background jobs with SIGINT ignored.
 	line="$TR_PROBE pid >$TR_DIR/pid & until [ -s $TR_DIR/pid ]; do sleep 0.02; done; kill -INT \$!; sleep 0.3; kill -0 \$! && echo alive; kill -TERM \$!; wait \$!; echo \$?; rm $TR_DIR/pid"
-	run timeout 20 "$TR_BASH" "$line"
+	run timeout 120 "$TR_BASH" "$line"
 	via=$output
 	[ "$via" = "$(printf 'alive\n143')" ]
-	run timeout 20 "$PLAIN_BASH" "$line"
+	run timeout 120 "$PLAIN_BASH" "$line"
 	[ "$via" = "$output" ]
 }
 
 @test "15-signals-usr1: SIGUSR1 is forwarded too" {
-	run --separate-stderr timeout 20 "$TR_BASH" "$TR_PROBE pid >$TR_DIR/pid & until [ -s $TR_DIR/pid ]; do sleep 0.02; done; kill -USR1 \$!; wait \$!; echo \$?; rm $TR_DIR/pid"
+	run --separate-stderr timeout 120 "$TR_BASH" "$TR_PROBE pid >$TR_DIR/pid & until [ -s $TR_DIR/pid ]; do sleep 0.02; done; kill -USR1 \$!; wait \$!; echo \$?; rm $TR_DIR/pid"
 	[ "$output" = 138 ]
 }
 
@@ -50,7 +50,7 @@ teardown_file() {
 catch() {
 	local sig=$1 num
 	num=$(kill -l "$sig")
-	run --separate-stderr timeout 20 "$TR_BASH" "$TR_PROBE catch $num >$TR_DIR/out & until grep -q ready $TR_DIR/out 2>/dev/null; do sleep 0.02; done; kill -$sig \$!; wait \$!; cat $TR_DIR/out; rm $TR_DIR/out"
+	run --separate-stderr timeout 120 "$TR_BASH" "$TR_PROBE catch $num >$TR_DIR/out & until grep -q ready $TR_DIR/out 2>/dev/null; do sleep 0.02; done; kill -$sig \$!; wait \$!; cat $TR_DIR/out; rm $TR_DIR/out"
 	[ "$status" -eq 0 ]
 	[ "$output" = "$(printf 'ready\ncaught %d' "$num")" ]
 }
@@ -65,7 +65,10 @@ catch() {
 	command -v script >/dev/null || skip "script(1) is not installed"
 	# script(1) gives the command a terminal; ^C on it sends SIGINT to the
 	# foreground group, where the caller stands in for the program.
-	run timeout 20 bash -c "(sleep 1; printf '\\003') | script -qec \"'$TR_BASH' '$TR_PROBE pid'\" /dev/null"
+	# ^C is typed once the program runs (its pid in a file), not after a
+	# fixed time: on a loaded machine bash might not have started it yet.
+	rm -f "$TR_DIR/ctrl-c.pid"
+	run timeout 120 bash -c "(for i in \$(seq 1 1200); do [ -s '$TR_DIR/ctrl-c.pid' ] && break; sleep 0.05; done; printf '\\003') | script -qec \"'$TR_BASH' '$TR_PROBE pid >$TR_DIR/ctrl-c.pid'\" /dev/null"
 	[ "$status" -eq 130 ]
 	grep -q "tool=$TR_PROBE .*signal=INT" "$TR_DIR/daemon.log"
 }

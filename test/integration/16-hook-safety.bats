@@ -18,7 +18,7 @@ teardown_file() {
 stress() {
 	local mode=$1 n
 	n=$(tr_job_count)
-	run --separate-stderr timeout 300 "$TR_BASH" "'$TOOLRUN_BUILD/test/progs/stress' $mode 1000 \$'safe\\n' /bin/cat $TR_DIR/data"
+	run --separate-stderr timeout 900 "$TR_BASH" "'$TOOLRUN_BUILD/test/progs/stress' $mode 1000 \$'safe\\n' /bin/cat $TR_DIR/data"
 	[ "$status" -eq 0 ]
 	[ "$output" = "1000 runs ok" ]
 	[ "$(jobs_since "$n" | grep -c ' tool=cat .*exit=0')" -eq 1000 ]

@@ -96,7 +96,7 @@ login() {
 @test "17-profile-nested: a login bash started below a listed tool does not restart itself" {
 	printf 'x\n' >"$TR_DIR/x"
 	n=$(tr_job_count)
-	run timeout 20 env -u LD_PRELOAD -u BASH_ENV HOME="$TR_HOME" TR_MARK="$TR_MARK" \
+	run timeout 120 env -u LD_PRELOAD -u BASH_ENV HOME="$TR_HOME" TR_MARK="$TR_MARK" \
 		bash -lc "find $TR_DIR/x -exec bash -lc 'cat \$1; echo depth-ok' sh {} \\;"
 	[ "$status" -eq 0 ]
 	[ "$output" = "$(printf 'x\ndepth-ok')" ]

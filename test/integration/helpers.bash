@@ -10,6 +10,11 @@ bats_require_minimum_version 1.5.0
 : "${TOOLRUN_BUILD:?run through meson test}"
 : "${TOOLRUN_SOURCE:?run through meson test}"
 
+# Messages are compared as text (bash's, coreutils', util-linux's): in the
+# C locale, whatever the caller's language. Programs run through toolrun
+# get the caller's environment, so they speak it too.
+export LC_ALL=C
+
 TR_DAEMON="$TOOLRUN_BUILD/daemon/toolrund"
 TR_CLI="$TOOLRUN_BUILD/cli/toolrun"
 TR_LIB="$TOOLRUN_BUILD/preload/libtoolrun.so"
@@ -70,44 +75,65 @@ EOF2
 	chmod +x "$TR_BASH" "$PLAIN_BASH"
 }
 
+# wait_for SECONDS COMMAND...: run COMMAND every 50 ms until it succeeds;
+# fails if it has not within SECONDS. The bound is for a hang only: on a
+# loaded machine (a sanitizer build, other builds sharing the CPUs) what
+# takes milliseconds may take seconds, and a wait returns as soon as it
+# can.
+wait_for() {
+	local seconds=$1 i
+	shift
+	for ((i = 0; i < seconds * 20; i++)); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	"$@"
+}
+
+# The daemon on $TOOLRUN_CONFIG answers.
+tr_serving() {
+	[ -S "${TR_SOCKET:-$TR_DIR/s.sock}" ] && "$TR_CLI" ping >/dev/null 2>&1
+}
+
 # Start the daemon on $TOOLRUN_CONFIG and wait until it answers on its
 # socket ($TR_SOCKET, by default $TR_DIR/s.sock).
 tr_launch() {
 	"$TR_DAEMON" --config "$TOOLRUN_CONFIG" -v 2>>"$TR_DIR/daemon.log" &
 	TR_PID=$!
 	echo "$TR_PID" >"$TR_DIR/daemon.pid"
-	local i
-	for i in $(seq 1 100); do
-		[ -S "${TR_SOCKET:-$TR_DIR/s.sock}" ] && "$TR_CLI" ping >/dev/null 2>&1 && return 0
-		sleep 0.05
-	done
+	wait_for 60 tr_serving && return 0
 	echo "toolrund did not come up; its log:" >&2
 	cat "$TR_DIR/daemon.log" >&2
 	return 1
+}
+
+# The process PID has ended (or is a zombie nobody reaped yet).
+gone() {
+	local stat
+	read -r stat 2>/dev/null <"/proc/$1/stat" || return 0
+	# The state follows the name, which ends at the last ')'.
+	stat=${stat##*) }
+	[ "${stat%% *}" = Z ]
 }
 
 tr_kill_daemon() {
 	local pid
 	pid=$(cat "$TR_DIR/daemon.pid" 2>/dev/null) || return 0
 	kill -TERM "$pid" 2>/dev/null || true
-	local i
-	for i in $(seq 1 100); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
+	wait_for 60 gone "$pid" || echo "toolrund (pid $pid) is still running" >&2
 	rm -f "$TR_DIR/daemon.pid"
 }
 
-# Processes that carry this file's marker in their environment.
+# Processes that carry this file's marker in their environment. One grep
+# reads every environment (two processes per pid would take half a minute
+# on a loaded machine).
 tr_marked_processes() {
 	local f pid
-	for f in /proc/[0-9]*/environ; do
+	for f in $(grep -lzx "TR_MARK=$TR_MARK" /proc/[0-9]*/environ 2>/dev/null); do
 		pid=${f#/proc/}
 		pid=${pid%/environ}
 		[ "$pid" = "$$" ] && continue
-		if { tr '\0' '\n' <"$f"; } 2>/dev/null | grep -qx "TR_MARK=$TR_MARK"; then
-			echo "$pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
-		fi
+		echo "$pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
 	done
 }
 

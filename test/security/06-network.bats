@@ -20,11 +20,7 @@ while True:
     s.accept()[0].close()
 ' "$TR_DIR/port" 3>&- &
 	echo "$!" >"$TR_DIR/server.pid"
-	local i
-	for i in $(seq 1 200); do
-		[ -s "$TR_DIR/port" ] && break
-		sleep 0.05
-	done
+	wait_for 60 test -s "$TR_DIR/port"
 }
 
 teardown_file() {
@@ -89,10 +85,10 @@ resolve_in_namespace() {
 		done
 		python3 "$BATS_TEST_DIRNAME/dns-responder.py" 127.0.0.1 "$TR_DIR/dns.ready" &
 		dns=\$!
-		for i in \$(seq 1 200); do [ -e "$TR_DIR/dns.ready" ] && break; sleep 0.05; done
+		for i in \$(seq 1 1200); do [ -e "$TR_DIR/dns.ready" ] && break; sleep 0.05; done
 		"$TR_DAEMON" --config "$TR_DIR/ns.conf" -v 2>>"$TR_DIR/ns-daemon.log" &
 		daemon=\$!
-		for i in \$(seq 1 200); do
+		for i in \$(seq 1 1200); do
 			[ -S "$TR_DIR/ns/s.sock" ] && TOOLRUN_CONFIG="$TR_DIR/ns.conf" "$TR_CLI" ping >/dev/null 2>&1 && break
 			sleep 0.05
 		done

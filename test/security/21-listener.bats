@@ -20,23 +20,29 @@ listener_pid() {
 	pgrep -P "$(tr_daemon_pid)" -x toolrund-listen
 }
 
+# A listener other than OLD serves; its pid in NEW_LISTENER.
+new_listener_serving() {
+	NEW_LISTENER=$(listener_pid)
+	[ -n "$NEW_LISTENER" ] && [ "$NEW_LISTENER" != "$1" ] && "$TR_CLI" ping >/dev/null 2>&1
+}
+
 # Wait until a listener other than OLD serves, and print its pid.
 wait_new_listener() {
-	local old=$1 i pid
-	for i in $(seq 1 100); do
-		pid=$(listener_pid)
-		if [ -n "$pid" ] && [ "$pid" != "$old" ] && "$TR_CLI" ping >/dev/null 2>&1; then
-			echo "$pid"
-			return 0
-		fi
-		sleep 0.05
-	done
-	return 1
+	wait_for 60 new_listener_serving "$1" || return 1
+	echo "$NEW_LISTENER"
+}
+
+# inject-syscall attaches to the listener, which is no descendant of it:
+# yama's ptrace_scope may forbid that (see may_ptrace_others).
+can_inject() {
+	may_ptrace_others ||
+		skip "kernel.yama.ptrace_scope = $(ptrace_scope) forbids attaching to the listener here"
 }
 
 # Make the listener attempt CALL; check it died for it and was replaced.
 attempt() {
 	local call=$1 nr=$2 old new
+	can_inject
 	old=$(listener_pid)
 	[ "$(wc -w <<<"$old")" -eq 1 ]
 	run "$INJECT" "$old" "$call"
@@ -76,18 +82,18 @@ attempt() {
 }
 
 @test "07-job: a job running when the listener dies ends, and its caller says why" {
+	can_inject
 	# cat waits on a pipe that stays open; its caller stands by.
 	mkfifo "$TR_DIR/hold"
 	"$TR_BASH" 'cat <"$0"; echo "status $?" >"$0.status"' "$TR_DIR/hold" 2>"$TR_DIR/hold.err" &
 	local caller=$!
 	exec {keep}>"$TR_DIR/hold"
-	local i launcher
-	for i in $(seq 1 100); do
+	cat_running() {
+		local launcher
 		launcher=$(pgrep -P "$(tr_daemon_pid)" -x toolrund-launch)
-		[ -n "$(pgrep -P "$launcher" -x cat)" ] && break
-		sleep 0.05
-	done
-	[ -n "$(pgrep -P "$launcher" -x cat)" ]
+		[ -n "$launcher" ] && [ -n "$(pgrep -P "$launcher" -x cat)" ]
+	}
+	wait_for 60 cat_running
 	attempt execve 59
 	wait "$caller"
 	exec {keep}>&-
@@ -99,6 +105,7 @@ attempt() {
 	# The same injection with sched_yield, which the allow-list has: the
 	# deaths above are the filter's doing, not the injection's.
 	local old
+	can_inject
 	old=$(listener_pid)
 	run "$INJECT" "$old" sched_yield
 	[ "$status" -ne 77 ] || skip "inject-syscall does not support this architecture"

@@ -21,6 +21,13 @@
  *
  * Each reply line is "error CODE: text", "closed" or "open"; counts are
  * "N× <line>", most frequent first.
+ *
+ * The cases that count replies take one more, optional, argument: WANT,
+ * how many connections must have ended (an Error or a close) before they
+ * are counted. After its own wait, flood waits for those, up to 60 s:
+ * on a loaded machine the daemon may take longer than usual to answer a
+ * flood, and a late answer must not read as "open". Without WANT, the
+ * connections are counted as they are after the case's own wait.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -187,28 +194,55 @@ static bool next_reply(int fd, int ms, char *line, size_t len)
 	}
 }
 
-/* What each connection ended with: its last reply other than hello.
- * The callers have waited already: what the daemon said is there. */
-static void collect(int *fds, unsigned n)
+/* The longest collect() waits for the connections it was told to expect
+ * to end. */
+#define COLLECT_WAIT_S 60
+
+/* What each connection ended with: its last reply other than hello, an
+ * Error taking precedence over the close that follows it. Waits until at
+ * least WANT connections have ended (an Error or a close), at most
+ * COLLECT_WAIT_S; with WANT 0, takes what is there. */
+static void collect(int *fds, unsigned n, unsigned want)
 {
 	struct tally t = {0};
-	char line[600], last[600];
+	char line[600];
+	char (*last)[600] = calloc(n, sizeof(*last));
+	bool *ended = calloc(n, sizeof(bool));
+	unsigned nended = 0;
+	time_t start = time(NULL);
 
-	for (unsigned i = 0; i < n; i++) {
-		snprintf(last, sizeof(last), "open");
-		while (next_reply(fds[i], 0, line, sizeof(line))) {
-			if (strcmp(line, "closed") == 0) {
-				if (strncmp(last, "error ", 6) != 0)
-					snprintf(last, sizeof(last), "%s", line);
-				break;
+	if (!last || !ended)
+		die("calloc");
+	for (unsigned i = 0; i < n; i++)
+		snprintf(last[i], sizeof(last[i]), "open");
+	for (;;) {
+		for (unsigned i = 0; i < n; i++) {
+			if (ended[i])
+				continue;
+			while (next_reply(fds[i], 0, line, sizeof(line))) {
+				if (strcmp(line, "closed") == 0) {
+					if (strncmp(last[i], "error ", 6) != 0)
+						snprintf(last[i], sizeof(last[i]), "%s", line);
+					break;
+				}
+				if (strcmp(line, "hello") != 0)
+					snprintf(last[i], sizeof(last[i]), "%s", line);
 			}
-			if (strcmp(line, "hello") != 0)
-				snprintf(last, sizeof(last), "%s", line);
+			if (strcmp(last[i], "open") != 0) {
+				ended[i] = true;
+				nended++;
+			}
 		}
-		/* An error then a close: the error says why. */
-		tally_add(&t, last);
+		if (nended >= want || time(NULL) - start >= COLLECT_WAIT_S)
+			break;
+		struct timespec ts = {.tv_nsec = 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
 	}
+	for (unsigned i = 0; i < n; i++)
+		tally_add(&t, last[i]);
 	tally_print(&t);
+	free(last);
+	free(ended);
 }
 
 static void set_nonblocking(int fd)
@@ -216,7 +250,8 @@ static void set_nonblocking(int fd)
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-static int case_idle(const char *path, unsigned n, unsigned seconds, bool partial)
+static int case_idle(const char *path, unsigned n, unsigned seconds, bool partial,
+		     unsigned want)
 {
 	int *fds = calloc(n, sizeof(int));
 	for (unsigned i = 0; i < n; i++) {
@@ -233,12 +268,12 @@ static int case_idle(const char *path, unsigned n, unsigned seconds, bool partia
 	sleep(seconds);
 	for (unsigned i = 0; i < n; i++)
 		set_nonblocking(fds[i]);
-	collect(fds, n);
+	collect(fds, n, want);
 	close_all(fds, n);
 	return 0;
 }
 
-static int case_big(const char *path, unsigned n, size_t bytes)
+static int case_big(const char *path, unsigned n, size_t bytes, unsigned want)
 {
 	int *fds = calloc(n, sizeof(int));
 	uint8_t *junk = calloc(1, bytes);
@@ -262,13 +297,13 @@ static int case_big(const char *path, unsigned n, size_t bytes)
 	printf("sent %u\n", n);
 	fflush(stdout);
 	sleep(3);
-	collect(fds, n);
+	collect(fds, n, want);
 	close_all(fds, n);
 	free(junk);
 	return 0;
 }
 
-static int case_fds(const char *path, unsigned n, unsigned k)
+static int case_fds(const char *path, unsigned n, unsigned k, unsigned want)
 {
 	int *conns = calloc(n, sizeof(int));
 	int *payload_fds = calloc(k, sizeof(int));
@@ -301,13 +336,13 @@ static int case_fds(const char *path, unsigned n, unsigned k)
 	printf("sent %u\n", n);
 	fflush(stdout);
 	sleep(2);
-	collect(conns, n);
+	collect(conns, n, want);
 	close_all(conns, n);
 	close_all(payload_fds, k);
 	return 0;
 }
 
-static int case_garbage(const char *path, unsigned n, unsigned seed)
+static int case_garbage(const char *path, unsigned n, unsigned seed, unsigned want)
 {
 	int *fds = calloc(n, sizeof(int));
 	static uint8_t junk[64 * 1024];
@@ -327,7 +362,7 @@ static int case_garbage(const char *path, unsigned n, unsigned seed)
 	printf("sent %u\n", n);
 	fflush(stdout);
 	sleep(2);
-	collect(fds, n);
+	collect(fds, n, want);
 	close_all(fds, n);
 	return 0;
 }
@@ -386,16 +421,19 @@ int main(int argc, char **argv)
 	raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
 	const char *path = argv[1], *c = argv[2];
-	if (!strcmp(c, "idle") && argc == 5)
-		return case_idle(path, (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]), false);
-	if (!strcmp(c, "partial") && argc == 5)
-		return case_idle(path, (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]), true);
-	if (!strcmp(c, "garbage") && argc == 5)
-		return case_garbage(path, (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]));
-	if (!strcmp(c, "big") && argc == 5)
-		return case_big(path, (unsigned)atoi(argv[3]), (size_t)atol(argv[4]));
-	if (!strcmp(c, "fds") && argc == 5)
-		return case_fds(path, (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]));
+	/* The counting cases: CASE N X [WANT]. */
+	unsigned want = argc == 6 ? (unsigned)atoi(argv[5]) : 0;
+	bool counting = argc == 5 || argc == 6;
+	if (!strcmp(c, "idle") && counting)
+		return case_idle(path, (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]), false, want);
+	if (!strcmp(c, "partial") && counting)
+		return case_idle(path, (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]), true, want);
+	if (!strcmp(c, "garbage") && counting)
+		return case_garbage(path, (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]), want);
+	if (!strcmp(c, "big") && counting)
+		return case_big(path, (unsigned)atoi(argv[3]), (size_t)atol(argv[4]), want);
+	if (!strcmp(c, "fds") && counting)
+		return case_fds(path, (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]), want);
 	if (!strcmp(c, "stall-after") && argc == 5)
 		return case_stall_after(path, argv[3], argv[4]);
 	fprintf(stderr, "flood: unknown case or wrong arguments: %s\n", c);

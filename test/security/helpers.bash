@@ -11,6 +11,56 @@ TRY="$SEC_BIN/try-syscall"
 ESCAPE="$SEC_BIN/escape"
 BOMB="$SEC_BIN/bomb"
 
+# The user a daemon with `user = nobody` runs as, and its group, as this
+# machine numbers them (empty if it has no such user).
+NOBODY_UID=$(id -u nobody 2>/dev/null) || NOBODY_UID=
+NOBODY_GID=$(id -g nobody 2>/dev/null) || NOBODY_GID=
+
+# Why this run cannot switch to nobody, or start a daemon as root that
+# drops to nobody ("" if it can): only root can, where nobody exists.
+no_nobody_reason() {
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "needs root to $1"
+	elif [ -z "$NOBODY_UID" ]; then
+		echo "this machine has no user nobody"
+	fi
+}
+
+# In a test: skip unless this runs as root on a machine with a user nobody.
+need_root_and_nobody() {
+	local why
+	why=$(no_nobody_reason "$1")
+	[ -z "$why" ] || skip "$why"
+}
+
+# In a test: skip if setup_file found that its daemon cannot run here
+# (bats runs no skip in setup_file: it leaves the reason in TR_FILE_SKIP).
+file_skipped() {
+	[ -z "${TR_FILE_SKIP:-}" ] || skip "$TR_FILE_SKIP"
+}
+
+# has_cap N: this shell holds capability number N in its effective set
+# (19 CAP_SYS_PTRACE, 21 CAP_SYS_ADMIN).
+has_cap() {
+	local eff
+	eff=$(proc_status self CapEff) || return 1
+	(((16#$eff >> $1) & 1))
+}
+
+# What yama's kernel.yama.ptrace_scope is here (0 without yama).
+ptrace_scope() {
+	cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0
+}
+
+# Whether this shell may attach with ptrace to a process of its own uid
+# that is not its descendant: yama 1 and 2 allow it only with
+# CAP_SYS_PTRACE, 3 never.
+may_ptrace_others() {
+	local scope
+	scope=$(ptrace_scope)
+	[ "$scope" -eq 0 ] || { [ "$scope" -lt 3 ] && has_cap 19; }
+}
+
 # The pid of the running daemon (its supervisor).
 tr_daemon_pid() {
 	cat "$TR_DIR/daemon.pid"
@@ -34,41 +84,38 @@ children_named() {
 }
 
 # The value of FIELD in /proc/PID/status ("Seccomp", "VmHWM"...).
+# The file is taken in one read: bash's read builtin reads a file again
+# from each line's offset, and a running process's status changes length
+# in between ("R (running)", "S (sleeping)"), so lines read one by one
+# can come out shifted.
 proc_status() {
-	local pid=$1 field=$2 line
+	local pid=$1 field=$2 text line
+	text=$(<"/proc/$pid/status") || return 1
 	while IFS= read -r line; do
 		if [[ $line == "$field:"* ]]; then
 			line=${line#*:}
 			echo "${line//[[:space:]]/}"
 			return 0
 		fi
-	done <"/proc/$pid/status"
+	done <<<"$text"
 	return 1
 }
 
 # The number of tasks (threads included, as RLIMIT_NPROC counts them)
 # whose real uid is UID.
+# (ps reads each task's status whole: see proc_status.)
 tasks_of_uid() {
-	local uid=$1 n=0 f line
-	for f in /proc/[0-9]*/task/[0-9]*/status; do
-		while IFS= read -r line; do
-			if [[ $line == Uid:* ]]; then
-				read -r _ line _ <<<"$line"
-				[ "$line" = "$uid" ] && n=$((n + 1))
-				break
-			fi
-		done 2>/dev/null <"$f"
-	done
-	echo "$n"
+	ps -e -L -o ruid= | awk -v uid="$1" '$1 == uid { n++ } END { print n + 0 }'
 }
 
 # Processes of uid UID named NAME (pid and command line).
 processes_named() {
-	local uid=$1 name=$2 f pid
+	local uid=$1 name=$2 f pid comm
 	for f in /proc/[0-9]*/comm; do
 		pid=${f#/proc/}
 		pid=${pid%/comm}
-		[ "$(cat "$f" 2>/dev/null)" = "$name" ] || continue
+		read -r comm 2>/dev/null <"$f" || continue
+		[ "$comm" = "$name" ] || continue
 		[ "$(stat -c %u "/proc/$pid" 2>/dev/null)" = "$uid" ] || continue
 		echo "$pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
 	done
@@ -80,7 +127,14 @@ processes_named() {
 # library and its helper (with a profile snippet that loads this copy),
 # and this suite's programs ($TRY, $ESCAPE, $BOMB then name the copies).
 # The config lists cat, head and tr plus the extra lines given.
+#
+# Where that cannot be (not root, no nobody), it starts nothing and leaves
+# the reason in TR_FILE_SKIP, for the file's tests to skip with
+# (file_skipped).
 tr_start_nobody() {
+	TR_FILE_SKIP=$(no_nobody_reason "start a daemon that drops from root to nobody")
+	export TR_FILE_SKIP
+	[ -z "$TR_FILE_SKIP" ] || return 0
 	TR_DIR=$(mktemp -d /tmp/trt.XXXXXX)
 	chmod 755 "$TR_DIR"
 	export TR_DIR
