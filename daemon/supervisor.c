@@ -230,8 +230,9 @@ static void reload_summary(char *buf, size_t len, const struct config *old,
 		fixed[nfixed++] = "socket";
 	if (strcmp(cfg->user, old->user) != 0)
 		fixed[nfixed++] = "user";
-	if (strcmp(config_text(cfg, cfg->allow_uids), config_text(old, old->allow_uids)) != 0 ||
-	    cfg->allow_uids_len != old->allow_uids_len)
+	if (cfg->allow_uids_len != old->allow_uids_len ||
+	    (cfg->allow_uids_len &&
+	     strcmp(config_text(cfg, cfg->allow_uids), config_text(old, old->allow_uids)) != 0))
 		fixed[nfixed++] = "allow_uids";
 	for (unsigned i = 0; i < nfixed && n > 0 && (size_t)n < len; i++)
 		n += snprintf(buf + n, len - (size_t)n, "%s%s",
