@@ -29,7 +29,7 @@ enum truncate_mode {
 };
 
 enum fallback_mode {
-	FALLBACK_FAIL,   /* daemon unreachable: the exec fails with EACCES */
+	FALLBACK_FAIL,   /* daemon unreachable: the exec fails (ECONNREFUSED, EPERM) */
 	FALLBACK_DIRECT, /* daemon unreachable: run the program locally */
 };
 
