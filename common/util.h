@@ -66,4 +66,9 @@ int read_exact(int fd, void *buf, size_t len);
 /* The English text of an errno value, without locale or allocation. */
 const char *errno_text(int err);
 
+/* CLOCK_MONOTONIC in milliseconds and in microseconds: the one clock of
+ * every timer, deadline and duration (async-signal-safe). */
+int64_t monotonic_ms(void);
+uint64_t monotonic_us(void);
+
 #endif

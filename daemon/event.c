@@ -2,15 +2,9 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
-int64_t monotonic_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "util.h"
 
 int event_loop_init(struct event_loop *loop)
 {

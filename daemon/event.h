@@ -72,6 +72,5 @@ int event_release(struct event_loop *loop, void *obj, void (*free_fn)(void *));
 int event_loop_run(struct event_loop *loop);
 void event_loop_stop(struct event_loop *loop);
 
-int64_t monotonic_ms(void);
 
 #endif

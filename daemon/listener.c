@@ -23,13 +23,6 @@
 /* Accepting stops this long when the process runs out of fds. */
 #define ACCEPT_PAUSE_MS 100
 
-uint64_t monotonic_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 /* ------------------------------------------------------------------ */
 /* Connections                                                         */
 

@@ -195,6 +195,5 @@ void conn_refuse(struct conn *c, Toolrun__ErrorCode code, const char *fmt, ...)
 void conn_close_after_flush(struct conn *c);
 void launcher_send(struct listener *L, Toolrun__Launcher__ToLauncher *msg,
 		   const int *fds, unsigned nfds);
-uint64_t monotonic_us(void);
 
 #endif

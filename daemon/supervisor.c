@@ -12,7 +12,6 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "control.h"
@@ -45,11 +44,10 @@ struct pair {
 	uint64_t kill_at_ms; /* one of them ended: the other by then, or SIGKILL */
 };
 
+/* Times here are monotonic_ms() values, never negative. */
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)monotonic_ms();
 }
 
 /* The listener's process: it never returns. */

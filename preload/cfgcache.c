@@ -21,13 +21,6 @@ struct cached {
 	int64_t checked_ms; /* CLOCK_MONOTONIC of the last staleness check */
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 const char *cfgcache_file(char *const envp[], const char *inherited)
 {
 	static const char key[] = "TOOLRUN_CONFIG=";
@@ -49,7 +42,7 @@ static void note_identity(struct cached *c, const char *file)
 		c->mtime = st.st_mtim;
 		c->size = st.st_size;
 	}
-	c->checked_ms = now_ms();
+	c->checked_ms = monotonic_ms();
 }
 
 static bool same_identity(const struct cached *c, const char *file)
@@ -129,10 +122,10 @@ void cfgcache_refresh(struct cfgcache *cc, const char *file)
 	struct cached *c = current(cc);
 
 	if (c && strcmp(c->cfg.file, file) == 0) {
-		if (now_ms() - c->checked_ms < 1000)
+		if (monotonic_ms() - c->checked_ms < 1000)
 			return;
 		if (same_identity(c, file)) {
-			c->checked_ms = now_ms();
+			c->checked_ms = monotonic_ms();
 			return;
 		}
 		/* The file changed: a new config may be warned about again. */

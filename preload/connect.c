@@ -29,13 +29,6 @@ enum attempt {
 	ATTEMPT_OK,
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void pause_ms(unsigned ms)
 {
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
@@ -120,7 +113,7 @@ static void add_paths(struct sbuf *sb, const struct config *cfg)
 int connect_daemon(const struct config *cfg, uint32_t wait_s, const char **path,
 		   char *why, size_t whylen)
 {
-	uint64_t deadline = now_ms() + (uint64_t)wait_s * 1000;
+	int64_t deadline = monotonic_ms() + (int64_t)wait_s * 1000;
 	unsigned pause = PAUSE_FIRST_MS;
 	char detail[512];
 
@@ -149,7 +142,7 @@ int connect_daemon(const struct config *cfg, uint32_t wait_s, const char **path,
 				}
 			}
 		}
-		if (worst == ATTEMPT_DOWN && now_ms() < deadline) {
+		if (worst == ATTEMPT_DOWN && monotonic_ms() < deadline) {
 			pause_ms(pause);
 			pause = pause * 2 > PAUSE_LAST_MS ? PAUSE_LAST_MS : pause * 2;
 			continue;

@@ -75,24 +75,19 @@ void sink_decide(const struct config *cfg, const struct limits *limits,
 
 	const char *d_out = env_value(envp, out_key, sizeof(out_key) - 1);
 	const char *d_err = env_value(envp, err_key, sizeof(err_key) - 1);
-	bool have_declaration = d_out || d_err;
 	if (d_out)
 		parse_identity(d_out, &declared[0]);
 	if (d_err)
 		parse_identity(d_err, &declared[1]);
 
 	bool unlimited = limits->max_bytes == 0 && limits->max_lines == 0;
-	/* Nothing declared: nothing is known to reach the agent, and data
-	 * must never be cut. */
-	if (!have_declaration && cfg->truncate != TRUNCATE_ALWAYS)
-		unlimited = true;
 	bool shape[2];
 	for (int i = 0; i < 2; i++) {
 		if (!open_fd[i] || unlimited)
 			shape[i] = false;
 		else if (cfg->truncate == TRUNCATE_ALWAYS)
 			shape[i] = true;
-		else
+		else /* a declared stream only: nothing declared, nothing cut */
 			shape[i] = (declared[0].set && declared[0].dev == st[i].st_dev &&
 				    declared[0].ino == st[i].st_ino) ||
 				   (declared[1].set && declared[1].dev == st[i].st_dev &&
