@@ -34,7 +34,7 @@ const char config_default_path[] = TOOLRUN_SYSCONFDIR "/toolrun/toolrun.conf";
 struct parse_state {
 	struct config *cfg;
 	bool failed;
-	bool seen[24]; /* scalar keys of the global section already set */
+	bool seen[40]; /* scalar keys of the global section already set */
 };
 
 /* The resource-limit keys, by enum policy_rlimit. */
@@ -119,6 +119,7 @@ void config_init(struct config *cfg, const char *file)
 	cfg->defaults.max_bytes = 4000;
 	cfg->defaults.max_lines = 200;
 	cfg->defaults.timeout_s = 30;
+	cfg->defaults.shape = SHAPE_HEAD_TAIL;
 	for (int r = 0; r < POLICY_RLIMIT_COUNT; r++)
 		cfg->defaults.rlimit[r] = rlimit_defaults[r];
 	cfg->defaults.network = NETWORK_DENY;
@@ -127,6 +128,16 @@ void config_init(struct config *cfg, const char *file)
 		 &cfg->defaults.env_deny);
 	cfg->truncate = TRUNCATE_SINK;
 	cfg->fallback = FALLBACK_FAIL;
+	cfg->agent_commands = true;
+	cfg->command_timeout_s = 300;
+	cfg->binary = BINARY_SUMMARY;
+	copy_str(cfg->spill_dir, sizeof(cfg->spill_dir), "/tmp/toolrun-output");
+	cfg->spill_max_bytes = UINT64_C(64) << 20;
+	cfg->spill_total_bytes = UINT64_C(1) << 30;
+	cfg->spill_expire_s = 24 * 3600;
+	copy_str(cfg->audit_log, sizeof(cfg->audit_log), "/var/log/toolrun/audit.jsonl");
+	cfg->audit_max_bytes = UINT64_C(16) << 20;
+	cfg->audit_keep = 4;
 }
 
 unsigned config_socket_count(const struct config *cfg)
@@ -142,6 +153,18 @@ const char *config_socket_at(const struct config *cfg, unsigned i)
 const char *config_text(const struct config *cfg, uint32_t off)
 {
 	return cfg->pool + off;
+}
+
+/* on | off */
+static bool parse_switch(const char *s, bool *out)
+{
+	if (strcmp(s, "on") == 0)
+		*out = true;
+	else if (strcmp(s, "off") == 0)
+		*out = false;
+	else
+		return false;
+	return true;
 }
 
 /* Parse a decimal number in [0, max]. */
@@ -323,6 +346,17 @@ static int parse_limit(struct parse_state *st, const char *name,
 				    value, "'");
 		lim->max_lines = v;
 		*set |= LIMIT_SET_MAX_LINES;
+	} else if (strcmp(name, "shape") == 0) {
+		if (strcmp(value, "head+tail") == 0)
+			lim->shape = SHAPE_HEAD_TAIL;
+		else if (strcmp(value, "head") == 0)
+			lim->shape = SHAPE_HEAD;
+		else if (strcmp(value, "tail") == 0)
+			lim->shape = SHAPE_TAIL;
+		else
+			return fail(st, "shape must be 'head+tail', 'head' or 'tail', not '",
+				    value, "'");
+		*set |= LIMIT_SET_SHAPE;
 	} else if (strcmp(name, "timeout") == 0) {
 		if (!parse_uint(value, TIMEOUT_MAX, &v))
 			return fail(st, "timeout must be a number of seconds up to 604800 (0 for none), not '",
@@ -340,8 +374,12 @@ static const char *const scalar_keys[] = {
 	"socket", "max_bytes", "max_lines", "timeout", "truncate", "fallback",
 	"user", "allow_uids", "network", "env_allow", "env_deny",
 	"rlimit_as", "rlimit_nproc", "rlimit_fsize", "rlimit_nofile", "rlimit_cpu",
-	"socket_fallback", "wait_daemon",
+	"socket_fallback", "wait_daemon", "shape", "agent_commands",
+	"command_timeout", "binary", "spill_dir", "spill_max", "spill_total",
+	"spill_expire", "audit_log", "audit_max", "audit_keep",
 };
+_Static_assert(ARRAY_SIZE(scalar_keys) <= sizeof(((struct parse_state *)0)->seen),
+	       "parse_state.seen has a flag for each scalar key");
 
 /* A socket path: absolute, and short enough for PATH.new in sun_path. */
 static bool check_socket_path(struct parse_state *st, const char *key,
@@ -422,6 +460,49 @@ static int handle_global(struct parse_state *st, const char *name,
 			return fail(st, "wait_daemon must be a number of seconds up to 600 (0: do not wait), not '",
 				    value, "'");
 		cfg->wait_daemon_s = (uint32_t)v;
+	} else if (strcmp(name, "agent_commands") == 0) {
+		if (!parse_switch(value, &cfg->agent_commands))
+			return fail(st, "agent_commands must be 'on' or 'off', not '", value, "'");
+	} else if (strcmp(name, "command_timeout") == 0) {
+		uint64_t v;
+		if (!parse_uint(value, TIMEOUT_MAX, &v))
+			return fail(st, "command_timeout must be a number of seconds up to 604800 (0 for none), not '",
+				    value, "'");
+		cfg->command_timeout_s = (uint32_t)v;
+	} else if (strcmp(name, "binary") == 0) {
+		if (strcmp(value, "summary") == 0)
+			cfg->binary = BINARY_SUMMARY;
+		else if (strcmp(value, "pass") == 0)
+			cfg->binary = BINARY_PASS;
+		else
+			return fail(st, "binary must be 'summary' or 'pass', not '", value, "'");
+	} else if (strcmp(name, "spill_dir") == 0 || strcmp(name, "audit_log") == 0) {
+		char *dst = name[0] == 's' ? cfg->spill_dir : cfg->audit_log;
+		if (value[0] != '\0' && value[0] != '/')
+			return fail(st, name, " must be an absolute path or empty: ", value);
+		if (strlen(value) >= CONFIG_PATH_MAX)
+			return fail(st, name, " is too long: ", value);
+		copy_str(dst, CONFIG_PATH_MAX, value);
+	} else if (strcmp(name, "spill_max") == 0 || strcmp(name, "spill_total") == 0 ||
+		   strcmp(name, "audit_max") == 0) {
+		uint64_t v;
+		if (!parse_amount(value, &v) || v == POLICY_UNLIMITED || v < 4096)
+			return fail(st, name, " must be a size of at least 4096 bytes (with K, M, G or T): ",
+				    value);
+		*(name[0] == 'a' ? &cfg->audit_max_bytes
+		  : name[6] == 'm' ? &cfg->spill_max_bytes : &cfg->spill_total_bytes) = v;
+	} else if (strcmp(name, "spill_expire") == 0) {
+		uint64_t v;
+		if (!parse_uint(value, TIMEOUT_MAX * 4, &v) || v == 0)
+			return fail(st, "spill_expire must be a number of seconds from 1 to 2419200, not '",
+				    value, "'");
+		cfg->spill_expire_s = (uint32_t)v;
+	} else if (strcmp(name, "audit_keep") == 0) {
+		uint64_t v;
+		if (!parse_uint(value, 100, &v))
+			return fail(st, "audit_keep must be a number of rotated files up to 100, not '",
+				    value, "'");
+		cfg->audit_keep = (uint32_t)v;
 	} else if (strcmp(name, "truncate") == 0) {
 		if (strcmp(value, "sink") == 0)
 			cfg->truncate = TRUNCATE_SINK;
@@ -702,6 +783,8 @@ struct limits config_tool_limits(const struct config *cfg, int tool)
 		lim.max_lines = t->own.max_lines;
 	if (t->set & LIMIT_SET_TIMEOUT)
 		lim.timeout_s = t->own.timeout_s;
+	if (t->set & LIMIT_SET_SHAPE)
+		lim.shape = t->own.shape;
 	for (int r = 0; r < POLICY_RLIMIT_COUNT; r++)
 		if (t->set & (LIMIT_SET_RLIMIT << r))
 			lim.rlimit[r] = t->own.rlimit[r];

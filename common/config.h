@@ -46,6 +46,19 @@ enum policy_rlimit {
 /* "unlimited" */
 #define POLICY_UNLIMITED UINT64_MAX
 
+/* Which part of a stream is kept when it is over its limits (`shape`). */
+enum shape_mode {
+	SHAPE_HEAD_TAIL, /* the first half of the budget and the last half */
+	SHAPE_HEAD,      /* the first part */
+	SHAPE_TAIL,      /* the last part */
+};
+
+/* What reaches the agent of output that is not text (`binary`). */
+enum binary_mode {
+	BINARY_SUMMARY, /* one line: size, type guess, SHA-256, spill path */
+	BINARY_PASS,    /* shaped like text */
+};
+
 enum network_policy {
 	NETWORK_DENY,  /* socket() for anything but AF_UNIX fails with EACCES */
 	NETWORK_ALLOW,
@@ -57,6 +70,7 @@ struct limits {
 	uint64_t max_bytes;
 	uint64_t max_lines;
 	uint32_t timeout_s;
+	enum shape_mode shape;
 	uint64_t rlimit[POLICY_RLIMIT_COUNT];
 	enum network_policy network;
 	/* Name patterns (fnmatch, separated by spaces), in the pool. With an
@@ -74,6 +88,7 @@ enum {
 	LIMIT_SET_NETWORK = 1 << 8,
 	LIMIT_SET_ENV_ALLOW = 1 << 9,
 	LIMIT_SET_ENV_DENY = 1 << 10,
+	LIMIT_SET_SHAPE = 1 << 11,
 };
 
 struct tool {
@@ -106,6 +121,24 @@ struct config {
 	/* The peers served, as names or numbers ("": the daemon's own uid). */
 	uint32_t allow_uids, allow_uids_len; /* in the pool */
 	struct limits defaults;
+	/* Take over each agent command: the first process of a tree that has
+	 * the library, when its stdout or stderr is a pipe or a socket, runs
+	 * under toolrund with the command budget (`agent_commands`). */
+	bool agent_commands;
+	/* Seconds before an agent command's whole tree is killed; 0: none. */
+	uint32_t command_timeout_s;
+	enum binary_mode binary;
+	/* Where the whole of a cut stream is kept ("": nowhere), the most
+	 * kept of one stream, of all of them, and for how long. */
+	char spill_dir[CONFIG_PATH_MAX];
+	uint64_t spill_max_bytes;
+	uint64_t spill_total_bytes;
+	uint32_t spill_expire_s;
+	/* The audit log ("": none), its size before rotation, and how many
+	 * rotated files are kept. */
+	char audit_log[CONFIG_PATH_MAX];
+	uint64_t audit_max_bytes;
+	uint32_t audit_keep;
 	enum truncate_mode truncate;
 	enum fallback_mode fallback;
 	unsigned ntools;
