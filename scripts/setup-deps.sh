@@ -13,7 +13,7 @@ packages=(
 	# the fuzzer: clang's libFuzzer and sanitizer runtimes, llvm-symbolizer
 	clang libclang-rt-14-dev llvm
 	# benchmarks: results as JSON, the PATH-shim baseline, the plot
-	libjson-c-dev socat gnuplot-nox
+	socat gnuplot-nox
 	# container: the engine, and the base image built without a registry
 	docker.io mmdebstrap
 )
