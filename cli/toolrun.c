@@ -212,6 +212,8 @@ static int run(struct config *cfg, char **argv)
 	client_exit_failure(argv[0], &res);
 }
 
+TOOLRUN_NOT_A_COMMAND;
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)

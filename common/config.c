@@ -715,12 +715,6 @@ int config_load(struct config *cfg, const char *file, char *scratch)
 	return config_parse_text(cfg, scratch);
 }
 
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
-}
-
 int config_find_tool(struct config *cfg, const char *path)
 {
 	return config_find_tool_at(cfg, AT_FDCWD, path);
@@ -728,7 +722,7 @@ int config_find_tool(struct config *cfg, const char *path)
 
 int config_find_tool_at(struct config *cfg, int dirfd, const char *path)
 {
-	const char *base = base_name(path);
+	const char *base = path_base_name(path);
 	size_t blen = strlen(base);
 
 	for (unsigned i = 0; i < cfg->ntools; i++) {
@@ -798,5 +792,6 @@ struct limits config_tool_limits(const struct config *cfg, int tool)
 		lim.env_deny = t->own.env_deny;
 		lim.env_deny_len = t->own.env_deny_len;
 	}
+	lim.from_section = t->set;
 	return lim;
 }

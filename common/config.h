@@ -78,6 +78,8 @@ struct limits {
 	 * matching ones. len 0: no list. */
 	uint32_t env_allow, env_allow_len;
 	uint32_t env_deny, env_deny_len;
+	/* The LIMIT_SET_* bits of these that a [tool.NAME] section gave. */
+	uint16_t from_section;
 };
 
 enum {

@@ -60,3 +60,9 @@ const char *errno_text(int err)
 	const char *s = strerrordesc_np(err < 0 ? -err : err);
 	return s ? s : "Unknown error";
 }
+
+const char *path_base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}

@@ -21,9 +21,19 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 #define NORETURN __attribute__((noreturn))
 #define HIDDEN __attribute__((visibility("hidden")))
+
+/* toolrun's own programs (toolrund, toolrun-init, toolrun, toolrun-exec)
+ * export this symbol, so that the library, preloaded into them too, never
+ * takes one of them over as an agent command (preload/command.h). Each
+ * main file says TOOLRUN_NOT_A_COMMAND; meson exports the symbol. */
+#define TOOLRUN_NOT_A_COMMAND_SYMBOL "toolrun_not_a_command"
+#define TOOLRUN_NOT_A_COMMAND                                                  \
+	__attribute__((visibility("default"), used)) const char                \
+		toolrun_not_a_command[] = "toolrun's own program"
 
 /* Close an fd, keeping errno, and mark it closed. */
 static inline void close_fd(int *fd)
@@ -69,6 +79,9 @@ const char *errno_text(int err);
 /* CLOCK_MONOTONIC in milliseconds and in microseconds: the one clock of
  * every timer, deadline and duration (async-signal-safe). */
 int64_t monotonic_ms(void);
+
+/* The last component of a path ("cat" of "/usr/bin/cat"). */
+const char *path_base_name(const char *path);
 uint64_t monotonic_us(void);
 
 #endif

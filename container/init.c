@@ -116,12 +116,6 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
-}
-
 /* Variables the daemon must not see: the preload and its settings. The
  * config's path stays, so that the daemon and the library agree on it. */
 static bool kept_variable(const char *var)
@@ -353,6 +347,8 @@ static void usage(FILE *out)
 		BACKOFF_MAX_MS, STOP_WAIT_MS);
 }
 
+TOOLRUN_NOT_A_COMMAND;
+
 int main(int argc, char **argv)
 {
 	struct init I = {.sigfd = -1};
@@ -373,7 +369,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	I.argv = argv + first;
-	I.name = base_name(I.argv[0]);
+	I.name = path_base_name(I.argv[0]);
 	I.envp = daemon_environment();
 
 	sigemptyset(&I.handled);

@@ -119,7 +119,7 @@ docker run --detach --name "$name" --hostname "$name" \
 	--network=none \
 	--read-only \
 	--tmpfs "/tmp:rw,nosuid,nodev,size=$tmp_size" \
-	--tmpfs "/run/toolrun:rw,nosuid,nodev,noexec,size=1m,uid=$uid,gid=$gid,mode=0700" \
+	--tmpfs "/run/toolrun:rw,nosuid,nodev,noexec,size=16m,uid=$uid,gid=$gid,mode=0700" \
 	--cap-drop=ALL \
 	--security-opt=no-new-privileges \
 	--security-opt "seccomp=$seccomp" \

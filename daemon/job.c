@@ -3,10 +3,17 @@
  *
  *   job_start       policy check, pipes for shaped streams, Spawn order
  *   job_on_spawned  Started (or the reason nothing ran)
- *   stream_readable read, shape, queue Output; pause for a slow client
+ *   (output.c)      read, shape, spill, queue Output
+ *   on_timeout      a tool's timeout (unless it waits on a producer), a
+ *                   command's command_timeout (its whole session)
  *   job_on_exited   the program's status
  *   job_finish      once the program has ended and its streams are at
- *                   EOF: the timeout notice, Exit, Release, the log line
+ *                   EOF: the timeout notice, Exit, Release, the log line,
+ *                   the audit record
+ *
+ * A job is a listed tool, or an agent command (Request.command): the
+ * first process of a tree, handed over whole so that one budget shapes
+ * what reaches the agent (preload/command.h).
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -14,10 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "launch.h"
 #include "listener.h"
 #include "log.h"
@@ -25,11 +34,7 @@
 #include "reply.h"
 #include "util.h"
 
-/* Shaped pipes are made this large when the kernel allows, so that a
- * program writing fast wakes the daemon less often. */
-#define PIPE_SIZE (1024 * 1024)
-
-static struct job *find_job(struct listener *L, uint64_t id)
+struct job *job_find(struct listener *L, uint64_t id)
 {
 	for (struct job *j = L->jobs; j; j = j->next)
 		if (j->id == id)
@@ -37,16 +42,42 @@ static struct job *find_job(struct listener *L, uint64_t id)
 	return NULL;
 }
 
-static void send_kill(struct job *j, int signo)
+/* whole_session: a command's whole tree, not only its process group. */
+static void send_kill_to(struct job *j, int signo, bool whole_session)
 {
 	Toolrun__Launcher__Kill k = TOOLRUN__LAUNCHER__KILL__INIT;
 	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
 
 	k.job = j->id;
 	k.signo = signo;
+	k.whole_session = whole_session;
 	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_KILL;
 	m.kill = &k;
 	launcher_send(j->L, &m, NULL, 0);
+}
+
+/* A signal the client forwards reaches the process group, as a terminal's
+ * would; ending a job reaches all of a command. */
+static void send_kill(struct job *j, int signo)
+{
+	send_kill_to(j, signo, false);
+}
+
+static void end_job(struct job *j)
+{
+	send_kill_to(j, SIGKILL, j->command);
+}
+
+static void send_check_input(struct job *j)
+{
+	Toolrun__Launcher__CheckInput c = TOOLRUN__LAUNCHER__CHECK_INPUT__INIT;
+	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
+
+	c.job = j->id;
+	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_CHECK_INPUT;
+	m.check_input = &c;
+	launcher_send(j->L, &m, NULL, 0);
+	j->checking_input = true;
 }
 
 static void send_release(struct job *j)
@@ -60,36 +91,14 @@ static void send_release(struct job *j)
 	launcher_send(j->L, &m, NULL, 0);
 }
 
-static void emit_append(void *ctx, const uint8_t *p, size_t n)
-{
-	struct listener *L = ctx;
-
-	if (L->emit_len + n > L->emit_cap) {
-		size_t cap = L->emit_cap * 2 > L->emit_len + n ? L->emit_cap * 2
-							       : L->emit_len + n;
-		uint8_t *e = realloc(L->emit, cap);
-		if (!e)
-			return; /* shaped bytes lost; logged by the caller */
-		L->emit = e;
-		L->emit_cap = cap;
-	}
-	memcpy(L->emit + L->emit_len, p, n);
-	L->emit_len += n;
-}
-
-/* Queue what the shaper kept, if a client is there to take it. */
-static void queue_emitted(struct job *j, Toolrun__Stream stream)
-{
-	struct listener *L = j->L;
-
-	if (L->emit_len && j->conn)
-		reply_output(&j->conn->out, stream, L->emit, L->emit_len);
-	L->emit_len = 0;
-}
-
 static void job_free(void *p)
 {
-	free(p);
+	struct job *j = p;
+
+	output_free(&j->out[0]);
+	output_free(&j->out[1]);
+	free(j->argv);
+	free(j);
 }
 
 static void describe_stream(char *buf, size_t len, const struct job_stream *s,
@@ -126,29 +135,12 @@ static void log_job(const struct job *j, const struct exit_report *r)
 			 r->timed_out ? " timeout" : "");
 	describe_stream(out, sizeof(out), &j->out[0], false);
 	describe_stream(err, sizeof(err), &j->out[1], j->joined);
-	log_info("job %llu uid=%u tool=%s pid=%d %s time=%llums stdout=%s stderr=%s%s%s%s",
-		 (unsigned long long)j->id, (unsigned)j->uid, j->tool, (int)j->pid,
+	log_info("job %llu uid=%u %s=%s pid=%d %s time=%llums stdout=%s stderr=%s%s%s%s",
+		 (unsigned long long)j->id, (unsigned)j->uid,
+		 j->command ? "command" : "tool", j->command ? j->name : j->tool, (int)j->pid,
 		 status, (unsigned long long)(r->duration_us / 1000), out, err,
 		 j->client_gone ? " client-gone" : "", r->reason ? " reason=" : "",
 		 r->reason ? r->reason : "");
-}
-
-static void close_stream(struct job_stream *s)
-{
-	if (s->fd < 0)
-		return;
-	event_del(&s->job->L->loop, &s->ev);
-	close_fd(&s->fd);
-}
-
-/* End of a shaped stream: the marker, if anything was cut. */
-static void stream_eof(struct job_stream *s)
-{
-	struct job *j = s->job;
-
-	shaper_finish(&s->shaper, emit_append, j->L);
-	queue_emitted(j, s->stream);
-	close_stream(s);
 }
 
 static void job_unlink(struct job *j)
@@ -156,8 +148,8 @@ static void job_unlink(struct job *j)
 	struct listener *L = j->L;
 
 	timer_cancel(&L->loop, &j->timeout);
-	close_stream(&j->out[0]);
-	close_stream(&j->out[1]);
+	output_close(&j->out[0]);
+	output_close(&j->out[1]);
 	if (j->prev)
 		j->prev->next = j->next;
 	else
@@ -172,18 +164,77 @@ static void job_unlink(struct job *j)
 		log_error("out of memory: job %llu not freed", (unsigned long long)j->id);
 }
 
+static void audit_stream(const struct job *j, int i, struct audit_stream *a,
+			 const struct exit_report *r)
+{
+	const struct job_spill *sp = &j->out[i].spill;
+
+	a->shaped = r->shaped[i] && !(i == 1 && j->joined);
+	a->bytes = r->stats[i].bytes_seen;
+	a->lines = r->stats[i].lines_seen;
+	a->bytes_dropped = r->stats[i].bytes_dropped;
+	a->lines_dropped = r->stats[i].lines_dropped;
+	a->spill = sp->path[0] ? sp->path : NULL;
+	a->spill_partial = sp->partial;
+}
+
+/* One line in the audit log, written by the launcher. */
+static void job_audit(const struct job *j, const struct exit_report *r)
+{
+	struct audit_record a = {
+		.kind = j->command ? "command" : "tool",
+		.job = j->id,
+		.command_job = j->command_job,
+		.start_ms = j->start_ms,
+		.duration_us = r->duration_us,
+		.uid = (uint32_t)j->uid,
+		.caller_pid = j->caller_pid,
+		.pid = j->spawned ? j->pid : 0,
+		.tool = j->command ? NULL : j->tool,
+		.cwd = j->cwd.data,
+		.cwd_len = j->cwd.len,
+		.argv = j->argv,
+		.argc = j->argc,
+		.not_run = r->reason != NULL,
+		.reason = r->reason,
+		.signaled = r->signaled,
+		.exit_code = r->code,
+		.signal = r->signal,
+		.core_dumped = r->core_dumped,
+		.timed_out = r->timed_out,
+	};
+	audit_stream(j, 0, &a.out[0], r);
+	audit_stream(j, 1, &a.out[1], r);
+	char *line = audit_format(&a);
+	if (!line) {
+		log_error("job %llu: out of memory for its audit record", (unsigned long long)j->id);
+		return;
+	}
+	Toolrun__Launcher__Audit au = TOOLRUN__LAUNCHER__AUDIT__INIT;
+	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
+	au.line.data = (uint8_t *)line;
+	au.line.len = strlen(line);
+	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_AUDIT;
+	m.audit = &au;
+	launcher_send(j->L, &m, NULL, 0);
+	free(line);
+}
+
 /* Send Exit (if the client is still there) and retire the job. */
 static void job_report(struct job *j, struct exit_report *r)
 {
 	struct conn *c = j->conn;
 
-	r->shaped[0] = j->out[0].shaped;
-	r->shaped[1] = j->out[1].shaped;
-	if (j->out[0].shaped)
-		shaper_stats(&j->out[0].shaper, &r->stats[0]);
-	if (j->out[1].shaped && !j->joined)
-		shaper_stats(&j->out[1].shaper, &r->stats[1]);
+	for (int i = 0; i < 2; i++) {
+		const struct job_stream *s = &j->out[i];
+		r->shaped[i] = s->shaped;
+		if (s->shaped && !(i == 1 && j->joined))
+			shaper_stats(&s->shaper, &r->stats[i]);
+		r->spill_path[i] = s->spill.path[0] ? s->spill.path : NULL;
+		r->spill_partial[i] = s->spill.partial;
+	}
 	log_job(j, r);
+	job_audit(j, r);
 	if (c) {
 		c->job = NULL;
 		j->conn = NULL;
@@ -198,10 +249,15 @@ static void job_finish(struct job *j)
 	struct exit_report r = {0};
 
 	if (j->timed_out) {
-		char notice[160];
-		int n = snprintf(notice, sizeof(notice),
-				 "toolrun: %s: timed out after %u s\n", j->name,
-				 j->limits.timeout_s);
+		char notice[256];
+		int n = j->command
+				? snprintf(notice, sizeof(notice),
+					   "toolrun: the command timed out after %u s (command_timeout) "
+					   "and was killed, with every process it started\n",
+					   j->limits.timeout_s)
+				: snprintf(notice, sizeof(notice),
+					   "toolrun: %s: timed out after %u s\n", j->name,
+					   j->limits.timeout_s);
 		if (j->conn)
 			reply_output(&j->conn->out, TOOLRUN__STREAM__STREAM_STDERR,
 				     (const uint8_t *)notice, (size_t)n);
@@ -219,14 +275,19 @@ static void job_finish(struct job *j)
 	job_report(j, &r);
 }
 
-static void job_maybe_finish(struct job *j)
+static bool stream_done(const struct job_stream *s)
 {
-	if (j->exited && j->out[0].fd < 0 && j->out[1].fd < 0)
+	return s->fd < 0 && !s->eof_waiting;
+}
+
+void job_maybe_finish(struct job *j)
+{
+	if (j->exited && stream_done(&j->out[0]) && stream_done(&j->out[1]))
 		job_finish(j);
 }
 
 /* Nothing ran: say why, with the code a shell would give. */
-static void job_not_run(struct job *j, int code, int exec_errno, const char *reason)
+void job_not_run(struct job *j, int code, int exec_errno, const char *reason)
 {
 	struct exit_report r = {.code = code, .exec_errno = exec_errno, .reason = reason};
 
@@ -234,77 +295,67 @@ static void job_not_run(struct job *j, int code, int exec_errno, const char *rea
 	job_report(j, &r);
 }
 
-static void stream_readable(struct event_loop *loop, uint32_t events, void *data)
-{
-	struct job_stream *s = data;
-	struct job *j = s->job;
-	struct listener *L = j->L;
-	(void)loop;
-	(void)events;
-
-	/* A bounded number of reads per wakeup keeps one busy program from
-	 * starving the other clients. */
-	for (int round = 0; round < 16 && s->fd >= 0; round++) {
-		ssize_t n = read(s->fd, L->read_buf, sizeof(L->read_buf));
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN)
-				return;
-			log_warn("job %llu: read: %s", (unsigned long long)j->id,
-				 errno_text(errno));
-			n = 0;
-		}
-		if (n == 0) {
-			stream_eof(s);
-			job_maybe_finish(j);
-			return;
-		}
-		shaper_feed(&s->shaper, L->read_buf, (size_t)n, emit_append, L);
-		queue_emitted(j, s->stream);
-		if (j->conn && !conn_flush(j->conn))
-			continue; /* the client left: keep draining */
-		/* A slow client: stop reading until its queue drains, unless
-		 * the output is past its limit and only being counted. While
-		 * slow clients hold much in all, each is held to less. */
-		size_t queued = j->conn ? j->conn->out.bytes : 0;
-		bool too_much = queued > OUTQ_HIGH ||
-				(queued > OUTQ_LOW && L->queued > MAX_QUEUED_BYTES);
-		if (too_much && !s->shaper.cut) {
-			event_modify(&L->loop, &s->ev, 0);
-			s->paused = true;
-			return;
-		}
-	}
-}
-
 void job_resume_output(struct job *j)
 {
-	for (int i = 0; i < 2; i++) {
-		struct job_stream *s = &j->out[i];
-		if (s->fd >= 0 && s->paused) {
-			s->paused = false;
-			event_modify(&j->L->loop, &s->ev, EPOLLIN);
-		}
+	output_resume(j);
+}
+
+static void kill_timed_out(struct job *j)
+{
+	log_info("job %llu: %s timed out after %u s; killing its %s",
+		 (unsigned long long)j->id, j->name, j->limits.timeout_s,
+		 j->command ? "session" : "process group");
+	j->timed_out = true;
+	if (j->spawned)
+		end_job(j);
+}
+
+/* How long a command's streams may stay open after it ended. */
+#define COMMAND_LINGER_MS 2000
+
+/* How often a tool waiting on its producer is looked at again. */
+#define INPUT_RECHECK_MS 1000
+
+/*
+ * The launcher's answer after a tool's timeout expired. While a process
+ * outside the tool still holds its stdin open for writing, the tool may
+ * only be waiting for it (`make check 2>&1 | tail -5`): look again in a
+ * second. Once that producer is gone, the tool gets its whole timeout
+ * again, to finish reading and write what it has.
+ */
+void job_on_input_state(struct listener *L, uint64_t id, bool producer_running)
+{
+	struct job *j = job_find(L, id);
+
+	if (!j || !j->checking_input)
+		return;
+	j->checking_input = false;
+	if (j->exited)
+		return;
+	if (producer_running) {
+		j->waited_for_input = true;
+		job_arm_timeout(j, INPUT_RECHECK_MS);
+	} else if (j->waited_for_input) {
+		j->waited_for_input = false;
+		job_arm_timeout(j, (int64_t)j->limits.timeout_s * 1000);
+	} else {
+		kill_timed_out(j);
 	}
 }
 
-/* Read what is there and stop waiting for the rest. */
-static void drain_and_close(struct job *j)
+void job_on_spill_opened(struct listener *L, uint64_t id, unsigned stream, int fd,
+			 const char *path, const char *reason)
 {
-	for (int i = 0; i < 2; i++) {
-		struct job_stream *s = &j->out[i];
-		if (s->fd < 0)
-			continue;
-		for (;;) {
-			ssize_t n = read(s->fd, j->L->read_buf, sizeof(j->L->read_buf));
-			if (n <= 0)
-				break;
-			shaper_feed(&s->shaper, j->L->read_buf, (size_t)n, emit_append, j->L);
-			queue_emitted(j, s->stream);
-		}
-		stream_eof(s);
+	struct job *j = job_find(L, id);
+
+	if (!j || (stream != TOOLRUN__STREAM__STREAM_STDOUT &&
+		   stream != TOOLRUN__STREAM__STREAM_STDERR)) {
+		if (fd >= 0)
+			close(fd);
+		return;
 	}
+	output_spill_opened(&j->out[stream == TOOLRUN__STREAM__STREAM_STDERR ? 1 : 0],
+			    fd, path, reason);
 }
 
 static void on_timeout(struct event_loop *loop, void *data)
@@ -313,23 +364,24 @@ static void on_timeout(struct event_loop *loop, void *data)
 	(void)loop;
 
 	if (!j->exited) {
-		log_info("job %llu: %s timed out after %u s; killing its process group",
-			 (unsigned long long)j->id, j->name, j->limits.timeout_s);
-		j->timed_out = true;
-		if (j->spawned)
-			send_kill(j, SIGKILL);
+		/* A tool may only be waiting for its input: ask first. */
+		if (!j->command && j->spawned && !j->checking_input) {
+			send_check_input(j);
+			return;
+		}
+		kill_timed_out(j);
 		return;
 	}
 	/* The program ended, but processes that left its group still hold
 	 * its output open: stop waiting for them. */
-	drain_and_close(j);
+	output_drain_and_close(j);
 	job_maybe_finish(j);
 }
 
 void job_on_spawned(struct listener *L, uint64_t id, pid_t pid, int err,
 		    unsigned step)
 {
-	struct job *j = find_job(L, id);
+	struct job *j = job_find(L, id);
 	char reason[256];
 
 	if (!j)
@@ -346,8 +398,8 @@ void job_on_spawned(struct listener *L, uint64_t id, pid_t pid, int err,
 				 launch_step_name((enum launch_step)step), errno_text(err));
 		}
 		j->exited = true;
-		close_stream(&j->out[0]);
-		close_stream(&j->out[1]);
+		output_close(&j->out[0]);
+		output_close(&j->out[1]);
 		job_not_run(j, code, exec_errno, reason);
 		return;
 	}
@@ -359,7 +411,7 @@ void job_on_spawned(struct listener *L, uint64_t id, pid_t pid, int err,
 		conn_flush(j->conn);
 	}
 	if (j->client_gone || j->timed_out) {
-		send_kill(j, SIGKILL);
+		end_job(j);
 		return;
 	}
 	for (unsigned i = 0; i < j->npending; i++)
@@ -369,7 +421,7 @@ void job_on_spawned(struct listener *L, uint64_t id, pid_t pid, int err,
 
 void job_on_exited(struct listener *L, uint64_t id, int wait_status)
 {
-	struct job *j = find_job(L, id);
+	struct job *j = job_find(L, id);
 
 	if (!j)
 		return;
@@ -377,8 +429,13 @@ void job_on_exited(struct listener *L, uint64_t id, int wait_status)
 	j->wait_status = wait_status;
 	j->end_us = monotonic_us();
 	if (j->timed_out || j->client_gone)
-		drain_and_close(j);
+		output_drain_and_close(j);
 	job_maybe_finish(j);
+	/* A command's background processes may hold its streams: they keep
+	 * running, and `docker exec` itself waits about this long for them
+	 * to finish writing before it returns. */
+	if (j->command && job_find(L, id) == j)
+		job_arm_timeout(j, COMMAND_LINGER_MS);
 }
 
 void job_signal(struct job *j, int signo)
@@ -402,7 +459,7 @@ void job_reader_gone(struct job *j, Toolrun__Stream stream)
 		  (unsigned long long)j->id, s->stream == TOOLRUN__STREAM__STREAM_STDERR
 						     ? "stderr" : "stdout");
 	s->reader_gone = true;
-	close_stream(s);
+	output_close(s);
 	job_maybe_finish(j);
 }
 
@@ -412,7 +469,7 @@ void job_client_gone(struct job *j)
 	j->client_gone = true;
 	job_resume_output(j); /* nobody to wait for: drain */
 	if (j->spawned && !j->exited)
-		send_kill(j, SIGKILL);
+		end_job(j);
 	else if (j->exited)
 		job_maybe_finish(j);
 }
@@ -431,237 +488,7 @@ void job_stop_all(struct listener *L)
 	}
 }
 
-static const char *base_name(const char *path)
+void job_arm_timeout(struct job *j, int64_t ms)
 {
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
-}
-
-/* The resource behind each of the config's rlimit keys. */
-static const int policy_resources[POLICY_RLIMIT_COUNT] = {
-	[POLICY_RLIMIT_AS] = RLIMIT_AS,
-	[POLICY_RLIMIT_NPROC] = RLIMIT_NPROC,
-	[POLICY_RLIMIT_FSIZE] = RLIMIT_FSIZE,
-	[POLICY_RLIMIT_NOFILE] = RLIMIT_NOFILE,
-	[POLICY_RLIMIT_CPU] = RLIMIT_CPU,
-};
-
-/* Lower the state's limits to the tool's; add those the caller did not
- * report. limits has room for every resource once more. */
-static void apply_policy_limits(Toolrun__ProcessState *st, Toolrun__Limit *limits,
-				const struct limits *policy)
-{
-	for (int r = 0; r < POLICY_RLIMIT_COUNT; r++) {
-		uint64_t cap = policy->rlimit[r];
-		if (cap == POLICY_UNLIMITED)
-			continue;
-		Toolrun__Limit *l = NULL;
-		for (size_t i = 0; i < st->n_limits; i++)
-			if (st->limits[i]->resource == (uint32_t)policy_resources[r])
-				l = st->limits[i];
-		if (!l) {
-			l = &limits[st->n_limits];
-			toolrun__limit__init(l);
-			l->resource = (uint32_t)policy_resources[r];
-			l->soft = l->hard = POLICY_UNLIMITED;
-			st->limits[st->n_limits++] = l;
-		}
-		l->hard = MIN(l->hard, cap);
-		l->soft = MIN(l->soft, l->hard);
-	}
-}
-
-/* Make a pipe for a shaped stream: the read end stays here, the write
- * end goes to the program. */
-static int open_stream(struct job *j, int i, Toolrun__Stream stream, int *write_end)
-{
-	struct job_stream *s = &j->out[i];
-	int p[2];
-
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	fcntl(p[0], F_SETFL, O_NONBLOCK);
-	fcntl(p[0], F_SETPIPE_SZ, PIPE_SIZE); /* best effort */
-	s->fd = p[0];
-	s->stream = stream;
-	*write_end = p[1];
-	if (event_add(&j->L->loop, &s->ev, p[0], EPOLLIN, stream_readable, s) < 0) {
-		int e = errno;
-		close_fd(&s->fd);
-		close(p[1]);
-		return -e;
-	}
-	return 0;
-}
-
-void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned nfds)
-{
-	struct listener *L = c->L;
-	struct policy_decision d;
-	enum policy_verdict v = policy_check(L->cfg, req, nfds, nfds ? fds[0] : -1, &d);
-
-	if (v == POLICY_MALFORMED) {
-		for (unsigned i = 0; i < nfds; i++)
-			close(fds[i]);
-		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE, "bad Request: %s",
-			    d.error);
-		return;
-	}
-
-	struct job *j = calloc(1, sizeof(*j));
-	if (!j) {
-		for (unsigned i = 0; i < nfds; i++)
-			close(fds[i]);
-		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BUSY, "out of memory");
-		return;
-	}
-	j->L = L;
-	j->id = ++L->next_job;
-	j->conn = c;
-	j->uid = c->uid;
-	j->pid = 0;
-	j->out[0] = (struct job_stream){.job = j, .fd = -1, .ev.fd = -1};
-	j->out[1] = (struct job_stream){.job = j, .fd = -1, .ev.fd = -1};
-	{
-		char exe[PATH_MAX];
-		size_t n = MIN(req->executable.len, sizeof(exe) - 1);
-		memcpy(exe, req->executable.data, n);
-		exe[n] = '\0';
-		snprintf(j->name, sizeof(j->name), "%.63s", base_name(exe));
-	}
-	j->next = L->jobs;
-	if (L->jobs)
-		L->jobs->prev = j;
-	L->jobs = j;
-	L->running++;
-	c->job = j;
-
-	if (v == POLICY_NOT_LISTED) {
-		char reason[CONFIG_PATH_MAX + 160];
-		snprintf(j->tool, sizeof(j->tool), "-");
-		/* The caller's library read the file as listing it: the file
-		 * changed since the daemon read it, most likely. */
-		char when[32];
-		struct tm tm;
-		gmtime_r(&L->cfg_read_at, &tm);
-		strftime(when, sizeof(when), "%H:%M:%S UTC", &tm);
-		snprintf(reason, sizeof(reason),
-			 "not a tool listed in %s as toolrund read it (at %s); if the "
-			 "file lists it now, run 'toolrun reload'", L->cfg->file, when);
-		for (unsigned i = 0; i < nfds; i++)
-			close(fds[i]);
-		j->exited = true;
-		job_not_run(j, 126, EACCES, reason);
-		return;
-	}
-	snprintf(j->tool, sizeof(j->tool), "%.63s", config_tool_name(L->cfg, d.tool));
-	j->limits = d.limits;
-	j->joined = d.joined;
-
-	/* The fds for the program: the directory, the caller's fds that are
-	 * not shaped, then the write ends of the shaped streams. */
-	int send[FRAME_MAX_FDS + 2];
-	uint32_t targets[FRAME_MAX_FDS + 2];
-	unsigned nsend = 0, ntargets = 0;
-	int write_end[2] = {-1, -1};
-	char failure[256] = "";
-
-	send[nsend++] = fds[0];
-	for (unsigned k = 0; k + 1 < nfds; k++) {
-		uint32_t t = req->fds[k];
-		if ((t == 1 && d.shape_stdout) || (t == 2 && d.shape_stderr)) {
-			close(fds[1 + k]); /* truncate = always takes it over */
-			continue;
-		}
-		send[nsend++] = fds[1 + k];
-		targets[ntargets++] = t;
-	}
-	for (int i = 0; i < 2 && !failure[0]; i++) {
-		bool shaped = i == 0 ? d.shape_stdout : d.shape_stderr;
-		struct job_stream *s = &j->out[i];
-		if (!shaped)
-			continue;
-		s->shaped = true;
-		shaper_init(&s->shaper, d.limits.max_bytes, d.limits.max_lines);
-		int w = -1;
-		if (i == 1 && d.joined) {
-			w = fcntl(write_end[0], F_DUPFD_CLOEXEC, 3);
-		} else {
-			int r = open_stream(j, i, i == 0 ? TOOLRUN__STREAM__STREAM_STDOUT
-							 : TOOLRUN__STREAM__STREAM_STDERR, &w);
-			if (r < 0) {
-				snprintf(failure, sizeof(failure),
-					 "toolrund failed to create a pipe: %s", errno_text(r));
-				break;
-			}
-		}
-		if (w < 0) {
-			snprintf(failure, sizeof(failure),
-				 "toolrund failed to duplicate a pipe: %s", errno_text(errno));
-			break;
-		}
-		write_end[i] = w;
-		send[nsend++] = w;
-		targets[ntargets++] = (uint32_t)(i + 1);
-	}
-
-	ProtobufCBinaryData *env = NULL;
-	size_t nenv = 0;
-	if (!failure[0] && policy_environment(req, L->cfg, &d.limits, &env, &nenv) < 0)
-		snprintf(failure, sizeof(failure), "toolrund is out of memory");
-
-	if (failure[0]) {
-		for (unsigned i = 0; i < nsend; i++)
-			close(send[i]);
-		j->exited = true;
-		close_stream(&j->out[0]);
-		close_stream(&j->out[1]);
-		job_not_run(j, 1, 0, failure);
-		return;
-	}
-
-	Toolrun__Launcher__Spawn sp = TOOLRUN__LAUNCHER__SPAWN__INIT;
-	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
-	/* The caller's state, with the tool's resource limits as ceilings:
-	 * the program gets the lower of the two. */
-	Toolrun__ProcessState state = TOOLRUN__PROCESS_STATE__INIT;
-	Toolrun__Limit limits[RLIM_NLIMITS + POLICY_RLIMIT_COUNT];
-	Toolrun__Limit *limit_ptrs[RLIM_NLIMITS + POLICY_RLIMIT_COUNT];
-	if (req->state) {
-		/* SIGKILL and SIGSTOP can be neither blocked nor ignored. */
-		uint64_t fixed = (UINT64_C(1) << (SIGKILL - 1)) | (UINT64_C(1) << (SIGSTOP - 1));
-		state = *req->state;
-		state.blocked_signals &= ~fixed;
-		state.ignored_signals &= ~fixed;
-	} else {
-		state.umask = 022;
-	}
-	state.n_limits = 0;
-	state.limits = limit_ptrs;
-	for (size_t i = 0; req->state && i < req->state->n_limits; i++) {
-		limits[state.n_limits] = *req->state->limits[i];
-		limit_ptrs[state.n_limits] = &limits[state.n_limits];
-		state.n_limits++;
-	}
-	apply_policy_limits(&state, limits, &d.limits);
-	sp.state = &state;
-	sp.network = d.limits.network == NETWORK_ALLOW;
-	sp.job = j->id;
-	sp.executable = req->executable;
-	sp.n_argv = req->n_argv;
-	sp.argv = req->argv;
-	sp.n_envp = nenv;
-	sp.envp = env;
-	sp.n_fds = ntargets;
-	sp.fds = targets;
-	sp.tool = j->tool;
-	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_SPAWN;
-	m.spawn = &sp;
-	j->start_us = monotonic_us();
-	launcher_send(L, &m, send, nsend); /* the queue owns and closes them */
-	free(env);
-
-	if (j->limits.timeout_s)
-		timer_arm(&L->loop, &j->timeout, (int64_t)j->limits.timeout_s * 1000,
-			  on_timeout, j);
+	timer_arm(&j->L->loop, &j->timeout, ms, on_timeout, j);
 }

@@ -599,6 +599,9 @@ static void on_launcher(struct event_loop *loop, uint32_t events, void *data)
 				       m->spawned->error, m->spawned->step);
 		else if (m->msg_case == TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_EXITED)
 			job_on_exited(L, m->exited->job, m->exited->wait_status);
+		else if (m->msg_case == TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_INPUT_STATE)
+			job_on_input_state(L, m->input_state->job,
+					   m->input_state->producer_running);
 		toolrun__launcher__from_launcher__free_unpacked(m, NULL);
 	}
 }

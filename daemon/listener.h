@@ -86,6 +86,19 @@ struct conn {
 	struct conn *prev, *next;
 };
 
+/* Where the whole of a cut stream goes (spill_dir): a file the launcher
+ * opens on the first cut, since the listener may open nothing. */
+struct job_spill {
+	int fd;                 /* -1 until the launcher has opened it */
+	bool requested;         /* OpenSpill sent, not yet answered */
+	bool partial;           /* some bytes did not go into the file */
+	uint64_t written;
+	char path[CONFIG_PATH_MAX];
+	char error[256];        /* why nothing, or not all, was kept */
+	uint8_t *pending;       /* bytes for the file before it was open */
+	size_t pending_len, pending_cap;
+};
+
 struct job_stream {
 	struct job *job;
 	int fd;                 /* read end of the program's pipe, or -1 */
@@ -93,23 +106,37 @@ struct job_stream {
 	Toolrun__Stream stream;
 	bool shaped;
 	bool paused;            /* client slow: not reading for now */
+	bool waiting_spill;     /* not reading until the spill file is open */
+	bool eof_waiting;       /* ended while the spill file was being opened */
 	bool reader_gone;       /* the client's reader left: pipe closed */
+	bool finished;          /* shaper finished, marker sent */
 	struct shaper shaper;
+	struct job_spill spill;
 };
 
 struct job {
 	struct listener *L;
 	uint64_t id;
 	struct conn *conn;      /* NULL once the client has gone */
-	char tool[64];          /* the tool as the config lists it */
+	char tool[64];          /* the tool as the config lists it; "-" for a command */
 	char name[64];          /* the program's name, for messages */
+	bool command;           /* an agent command (Request.command) */
+	uint64_t command_job;   /* a tool inside a command: the command's job */
 	uid_t uid;
+	pid_t caller_pid;
+	int64_t start_ms;       /* wall clock, for the audit log */
+	/* What the audit log says the job ran, copied from the request. */
+	ProtobufCBinaryData *argv;
+	size_t argc;
+	ProtobufCBinaryData cwd;
 	struct limits limits;
 	bool joined;
 	pid_t pid;
 	bool spawned;
 	bool exited;
 	bool timed_out;
+	bool checking_input;    /* CheckInput sent on timeout, not answered */
+	bool waited_for_input;  /* the timeout found it waiting on a producer */
 	bool client_gone;
 	int wait_status;
 	uint64_t start_us;
@@ -185,6 +212,28 @@ void job_on_spawned(struct listener *L, uint64_t id, pid_t pid, int err,
 void job_on_exited(struct listener *L, uint64_t id, int wait_status);
 void job_resume_output(struct job *j);
 void job_stop_all(struct listener *L);
+void job_on_input_state(struct listener *L, uint64_t id, bool producer_running);
+/* The launcher's answer to OpenSpill: fd >= 0, or the reason. */
+void job_on_spill_opened(struct listener *L, uint64_t id, unsigned stream, int fd,
+			 const char *path, const char *reason);
+/* Finish the job once it has ended and its streams are done. */
+void job_maybe_finish(struct job *j);
+struct job *job_find(struct listener *L, uint64_t id);
+/* Nothing ran: report why, with the exit code a shell would give. */
+void job_not_run(struct job *j, int code, int exec_errno, const char *reason);
+/* (Re)arm the job's one timer: its timeout, or a look at its input. */
+void job_arm_timeout(struct job *j, int64_t ms);
+
+/* output.c: a job's output streams, from the pipe to Output and spill */
+int output_open(struct job *j, int i, Toolrun__Stream stream, int *write_end);
+void output_close(struct job_stream *s);
+/* Read what is there, stop waiting for the rest, finish the stream. */
+void output_drain_and_close(struct job *j);
+void output_resume(struct job *j);
+void output_spill_opened(struct job_stream *s, int fd, const char *path,
+			 const char *reason);
+/* Release what the stream holds (at the job's end). */
+void output_free(struct job_stream *s);
 
 /* listener.c, for job.c */
 /* Write what the client takes. Returns false if the connection is gone. */

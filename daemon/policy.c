@@ -145,6 +145,16 @@ enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req
 			return malformed(out, "state.oom_score_adj is outside -1000..1000");
 	}
 
+	if (req->command) {
+		if (!cfg->agent_commands)
+			return POLICY_COMMANDS_OFF;
+		out->tool = -1;
+		out->limits = policy_command_limits(cfg);
+		out->shape_stdout = req->shape_stdout;
+		out->shape_stderr = req->shape_stderr;
+		out->joined = req->stderr_joins_stdout;
+		return POLICY_RUN;
+	}
 	char exe[PATH_MAX];
 	memcpy(exe, req->executable.data, req->executable.len);
 	exe[req->executable.len] = '\0';
@@ -233,12 +243,43 @@ static bool env_passes(const struct config *cfg, const struct limits *lim,
 		 policy_env_matches(config_text(cfg, lim->env_deny), e->data, e->len));
 }
 
+struct limits policy_command_limits(const struct config *cfg)
+{
+	struct limits lim = cfg->defaults;
+
+	lim.timeout_s = cfg->command_timeout_s;
+	for (int r = 0; r < POLICY_RLIMIT_COUNT; r++)
+		lim.rlimit[r] = POLICY_UNLIMITED;
+	lim.network = NETWORK_ALLOW;
+	lim.env_allow_len = lim.env_deny_len = 0;
+	lim.from_section = 0;
+	return lim;
+}
+
+static size_t name_len(const ProtobufCBinaryData *e)
+{
+	const uint8_t *eq = e->len ? memchr(e->data, '=', e->len) : NULL;
+	return eq ? (size_t)(eq - e->data) : e->len;
+}
+
+/* Does one of extra set the same variable as e? */
+static bool replaced(const ProtobufCBinaryData *e, const ProtobufCBinaryData *extra,
+		     size_t nextra)
+{
+	size_t n = name_len(e);
+
+	for (size_t i = 0; i < nextra; i++)
+		if (name_len(&extra[i]) == n && memcmp(extra[i].data, e->data, n) == 0)
+			return true;
+	return false;
+}
+
 int policy_environment(const Toolrun__Request *req, const struct config *cfg,
-		       const struct limits *lim, ProtobufCBinaryData **out,
-		       size_t *n)
+		       const struct limits *lim, const ProtobufCBinaryData *extra,
+		       size_t nextra, ProtobufCBinaryData **out, size_t *n)
 {
 	static const char marker[] = "TOOLRUN_NESTED=1";
-	ProtobufCBinaryData *env = malloc((req->n_envp + 2) * sizeof(*env));
+	ProtobufCBinaryData *env = malloc((req->n_envp + nextra + 2) * sizeof(*env));
 	bool preloaded = false, marked = false;
 	size_t k = 0;
 
@@ -250,6 +291,8 @@ int policy_environment(const Toolrun__Request *req, const struct config *cfg,
 			preloaded = names_toolrun_library(&req->envp[i]);
 	for (size_t i = 0; i < req->n_envp; i++) {
 		const ProtobufCBinaryData *e = &req->envp[i];
+		if (replaced(e, extra, nextra))
+			continue;
 		if (starts_with(e, "TOOLRUN_")) {
 			/* With the library loaded, its constructor hides them
 			 * from the program; without it, nothing would. */
@@ -263,6 +306,8 @@ int policy_environment(const Toolrun__Request *req, const struct config *cfg,
 		}
 		env[k++] = *e;
 	}
+	for (size_t i = 0; i < nextra; i++)
+		env[k++] = extra[i];
 	if (preloaded && !marked) {
 		env[k].data = (uint8_t *)marker;
 		env[k].len = sizeof(marker) - 1;

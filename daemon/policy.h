@@ -23,11 +23,12 @@
 enum policy_verdict {
 	POLICY_RUN = 0,
 	POLICY_NOT_LISTED, /* well-formed, but not a tool this daemon runs */
+	POLICY_COMMANDS_OFF, /* an agent command, with agent_commands = off */
 	POLICY_MALFORMED,  /* breaks a rule of toolrun.proto */
 };
 
 struct policy_decision {
-	int tool;
+	int tool;               /* -1 for an agent command */
 	struct limits limits;
 	bool shape_stdout;
 	bool shape_stderr;
@@ -55,12 +56,19 @@ enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req
  * TOOLRUN_NESTED=1: the library stays loaded in the program, hides them
  * from it and hands them on to what it executes (see preload/nested.h).
  * Otherwise TOOLRUN_* variables go. Other variables pass the tool's
- * env_allow / env_deny patterns. Entries point into req (and a static
- * marker). Free *out. Returns 0 or -ENOMEM.
+ * env_allow / env_deny patterns. `extra` ("NAME=value" entries the daemon
+ * sets, as for an agent command) replace the request's variables of the
+ * same names and are kept in any case. Entries point into req, extra and
+ * a static marker. Free *out. Returns 0 or -ENOMEM.
  */
 int policy_environment(const Toolrun__Request *req, const struct config *cfg,
-		       const struct limits *lim, ProtobufCBinaryData **out,
-		       size_t *n);
+		       const struct limits *lim, const ProtobufCBinaryData *extra,
+		       size_t nextra, ProtobufCBinaryData **out, size_t *n);
+
+/* The limits an agent command runs under: the budget (max_bytes,
+ * max_lines, shape) and command_timeout; no resource limit, filter or
+ * environment rule of its own, since it stands for the agent's shell. */
+struct limits policy_command_limits(const struct config *cfg);
 
 /* Does the variable's name match one of the patterns (fnmatch, separated
  * by spaces)? */

@@ -50,16 +50,19 @@ int reply_output(struct outq *q, Toolrun__Stream stream, const uint8_t *p,
 	return 0;
 }
 
-static void fill_stats(Toolrun__StreamStats *s, bool shaped,
-		       const struct shape_stats *st)
+static void fill_stats(Toolrun__StreamStats *s, const struct exit_report *r, int i)
 {
-	s->shaped = shaped;
-	if (!shaped)
+	const struct shape_stats *st = &r->stats[i];
+
+	s->shaped = r->shaped[i];
+	if (!s->shaped)
 		return;
 	s->bytes_seen = st->bytes_seen;
 	s->lines_seen = st->lines_seen;
 	s->bytes_dropped = st->bytes_dropped;
 	s->lines_dropped = st->lines_dropped;
+	s->spill_path = (char *)(r->spill_path[i] ? r->spill_path[i] : "");
+	s->spill_partial = r->spill_partial[i];
 }
 
 int reply_exit(struct outq *q, const struct exit_report *r)
@@ -78,8 +81,8 @@ int reply_exit(struct outq *q, const struct exit_report *r)
 		e.code = r->code;
 	}
 	e.timed_out = r->timed_out;
-	fill_stats(&out, r->shaped[0], &r->stats[0]);
-	fill_stats(&err, r->shaped[1], &r->stats[1]);
+	fill_stats(&out, r, 0);
+	fill_stats(&err, r, 1);
 	e.stdout_stats = &out;
 	e.stderr_stats = &err;
 	e.duration_us = r->duration_us;

@@ -25,6 +25,8 @@ struct exit_report {
 	const char *reason;  /* NULL unless the program never ran */
 	bool shaped[2];      /* stdout, stderr */
 	struct shape_stats stats[2];
+	const char *spill_path[2];  /* where the whole stream is kept, or NULL */
+	bool spill_partial[2];
 	uint64_t duration_us;
 };
 

@@ -157,6 +157,8 @@ static int listen_somewhere(struct listen_socket *sock, const struct config *cfg
 	return -1;
 }
 
+TOOLRUN_NOT_A_COMMAND;
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {

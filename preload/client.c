@@ -92,12 +92,6 @@ struct client {
 	bool reader_gone[2]; /* stdout, stderr: told the daemon */
 };
 
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
-}
-
 /* Give up before anything ran: the caller applies the fallback. */
 static void unreachable(struct client *cl, int err, const char *what,
 			const char *detail)
@@ -122,7 +116,7 @@ static NORETURN void fail_running(struct client *cl, const char *what,
 	struct sbuf sb = SBUF_INIT(msg);
 
 	sbuf_add(&sb, "toolrun: ");
-	sbuf_add(&sb, base_name(cl->call->path));
+	sbuf_add(&sb, path_base_name(cl->call->path));
 	sbuf_add(&sb, ": ");
 	sbuf_add(&sb, what);
 	if (detail) {
@@ -140,7 +134,7 @@ void client_exit_failure(const char *path, const struct client_result *res)
 	struct sbuf sb = SBUF_INIT(msg);
 
 	sbuf_add(&sb, "toolrun: ");
-	sbuf_add(&sb, base_name(path));
+	sbuf_add(&sb, path_base_name(path));
 	sbuf_add(&sb, ": ");
 	sbuf_add(&sb, res->reason);
 	sbuf_addc(&sb, '\n');
@@ -436,6 +430,7 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 	req.shape_stdout = cl->sink.shape_stdout;
 	req.shape_stderr = cl->sink.shape_stderr;
 	req.stderr_joins_stdout = cl->sink.joined;
+	req.command = call->command;
 	capture_state(cl, &state, limits, limit_ptrs);
 	capture_scheduling(&state, affinity, sizeof(affinity));
 	req.state = &state;
@@ -769,9 +764,12 @@ void client_run(const struct client_call *call, struct client_result *res)
 		unreachable(&cl, -r, "cannot map memory", errno_text(r));
 		goto out;
 	}
-	struct limits limits = call->tool >= 0 ? config_tool_limits(call->cfg, call->tool)
-					       : call->cfg->defaults;
-	sink_decide(call->cfg, &limits, call->envp, &cl.sink);
+	if (call->command) {
+		sink_decide_command(&cl.sink);
+	} else {
+		struct limits limits = config_tool_limits(call->cfg, call->tool);
+		sink_decide(call->cfg, &limits, call->envp, &cl.sink);
+	}
 	cl.cwd_fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (cl.cwd_fd < 0) {
 		unreachable(&cl, errno, "cannot open the working directory",

@@ -20,7 +20,8 @@
 
 struct client_call {
 	const struct config *cfg;
-	int tool;               /* index of the tool in cfg */
+	int tool;               /* index of the tool in cfg; -1 for a command */
+	bool command;           /* an agent command (preload/command.h) */
 	const char *path;       /* the executable, as resolved */
 	char *const *argv;
 	char *const *envp;

@@ -12,15 +12,14 @@
  *
  * It is not meant to be run by hand.
  */
-#include <fcntl.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cfgcache.h"
 #include "client.h"
 #include "config.h"
+#include "procstr.h"
 #include "sbuf.h"
 #include "util.h"
 
@@ -44,50 +43,8 @@ static char **program_env;
  */
 static char **exec_environment(void)
 {
-	int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
-	size_t cap = 64 * 1024, len = 0;
-	char *text = NULL;
-
-	if (fd < 0)
-		return environ;
-	for (;;) {
-		if (!text || len == cap) {
-			size_t ncap = text ? cap * 2 : cap;
-			char *t = mmap(NULL, ncap, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			if (t == MAP_FAILED) {
-				close(fd);
-				return environ;
-			}
-			if (text) {
-				memcpy(t, text, len);
-				munmap(text, cap);
-			}
-			text = t;
-			cap = ncap;
-		}
-		ssize_t n = RETRY_EINTR(read(fd, text + len, cap - len));
-		if (n < 0) {
-			close(fd);
-			return environ;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	size_t count = 0;
-	for (size_t i = 0; i < len; i++)
-		count += text[i] == '\0';
-	char **env = mmap(NULL, (count + 1) * sizeof(char *), PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (env == MAP_FAILED)
-		return environ;
-	size_t k = 0;
-	for (size_t i = 0; i < len; i += strlen(text + i) + 1)
-		env[k++] = text + i;
-	env[k] = NULL;
-	return env;
+	char **env = procstr_self("environ");
+	return env ? env : environ;
 }
 
 /* Run the program here, without going through the preloaded hooks. */
@@ -129,6 +86,8 @@ static NORETURN void run_direct(const char *path, char **argv, bool search_mode)
 	die(path, err == ENOENT ? "command not found" : errno_text(err),
 	    err == ENOENT ? 127 : 126);
 }
+
+TOOLRUN_NOT_A_COMMAND;
 
 int main(int argc, char **argv)
 {

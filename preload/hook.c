@@ -22,6 +22,7 @@
 
 #include "cfgcache.h"
 #include "client.h"
+#include "command.h"
 #include "preload.h"
 #include "resolve.h"
 #include "safety.h"
@@ -73,8 +74,8 @@ static void before_fork(void)
 
 /* Loading the library costs one atfork registration and a few getenv,
  * and nothing else: no file is read until the process forks or execs.
- * Only the first process of a tree, which declares the agent's streams,
- * does more (two fstat and two setenv). */
+ * Only the first process of a tree does more: it hands itself to toolrund
+ * as an agent command (command.h), or declares the agent's streams. */
 __attribute__((constructor)) static void preload_init(void)
 {
 	const char *cfg = getenv("TOOLRUN_CONFIG");
@@ -83,8 +84,10 @@ __attribute__((constructor)) static void preload_init(void)
 	if (len < sizeof(preload_ctx.inherited_config))
 		memcpy(preload_ctx.inherited_config, cfg ? cfg : "", len + 1);
 	nested_hide(&preload_ctx.nested);
-	if (!preload_ctx.nested.active)
+	if (!preload_ctx.nested.active && sink_first_of_tree()) {
+		command_take_over();
 		sink_declare_own();
+	}
 	pthread_atfork(before_fork, NULL, NULL);
 }
 

@@ -52,13 +52,33 @@ static const char *env_value(char *const envp[], const char *key, size_t len)
 	return NULL;
 }
 
-static bool reaches_agent_by_kind(int fd, const struct stat *st)
+static bool reaches_agent_by_kind(int fd, const struct stat *st, bool with_tty)
 {
 	struct termios t;
 
 	if (S_ISFIFO(st->st_mode) || S_ISSOCK(st->st_mode))
 		return true;
-	return S_ISCHR(st->st_mode) && ioctl(fd, TCGETS, &t) == 0;
+	return with_tty && S_ISCHR(st->st_mode) && ioctl(fd, TCGETS, &t) == 0;
+}
+
+bool sink_reaches_agent(int fd, bool with_tty)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && reaches_agent_by_kind(fd, &st, with_tty);
+}
+
+void sink_decide_command(struct sink_decision *out)
+{
+	struct stat st[2];
+	bool open_fd[2];
+
+	for (int i = 0; i < 2; i++)
+		open_fd[i] = fstat(1 + i, &st[i]) == 0 &&
+			     reaches_agent_by_kind(1 + i, &st[i], false);
+	out->shape_stdout = open_fd[0];
+	out->shape_stderr = open_fd[1];
+	out->joined = open_fd[0] && open_fd[1] && st[0].st_dev == st[1].st_dev &&
+		      st[0].st_ino == st[1].st_ino;
 }
 
 void sink_decide(const struct config *cfg, const struct limits *limits,
@@ -72,6 +92,14 @@ void sink_decide(const struct config *cfg, const struct limits *limits,
 
 	for (int i = 0; i < 2; i++)
 		open_fd[i] = fstat(1 + i, &st[i]) == 0;
+
+	/* Inside an agent command, its budget bounds what reaches the agent;
+	 * a tool adds a bound of its own only where its section sets one. */
+	struct limits own = *limits;
+	if (env_value(envp, "TOOLRUN_COMMAND=", 16) && cfg->truncate == TRUNCATE_SINK &&
+	    !(own.from_section & (LIMIT_SET_MAX_BYTES | LIMIT_SET_MAX_LINES)))
+		own.max_bytes = own.max_lines = 0;
+	limits = &own;
 
 	const char *d_out = env_value(envp, out_key, sizeof(out_key) - 1);
 	const char *d_err = env_value(envp, err_key, sizeof(err_key) - 1);
@@ -106,21 +134,25 @@ static void own_identity(int fd, char *buf, size_t len)
 	struct sbuf sb = {.buf = buf, .cap = len};
 
 	buf[0] = '\0';
-	if (fstat(fd, &st) < 0 || !reaches_agent_by_kind(fd, &st))
+	if (fstat(fd, &st) < 0 || !reaches_agent_by_kind(fd, &st, true))
 		return;
 	sbuf_add_u64(&sb, (uint64_t)st.st_dev);
 	sbuf_addc(&sb, ':');
 	sbuf_add_u64(&sb, (uint64_t)st.st_ino);
 }
 
+bool sink_first_of_tree(void)
+{
+	const char *off = getenv("TOOLRUN");
+
+	return !getenv("TOOLRUN_AGENT_STDOUT") && !getenv("TOOLRUN_AGENT_STDERR") &&
+	       !(off && strcmp(off, "off") == 0);
+}
+
 void sink_declare_own(void)
 {
 	char out[48], err[48];
-	const char *off = getenv("TOOLRUN");
 
-	if (getenv("TOOLRUN_AGENT_STDOUT") || getenv("TOOLRUN_AGENT_STDERR") ||
-	    (off && strcmp(off, "off") == 0))
-		return;
 	own_identity(STDOUT_FILENO, out, sizeof(out));
 	own_identity(STDERR_FILENO, err, sizeof(err));
 	setenv("TOOLRUN_AGENT_STDOUT", out, 0);

@@ -16,7 +16,11 @@
  *
  * A stream is shaped only where its limits could cut something: with no
  * byte and no line limit the program gets the caller's descriptor itself,
- * exactly as run directly (a terminal stays a terminal).
+ * exactly as run directly (a terminal stays a terminal). Inside an agent
+ * command (TOOLRUN_COMMAND is set), the command's budget shapes what
+ * reaches the agent, whoever writes it: a listed tool's stream is shaped
+ * on its own only when its [tool.NAME] section sets max_bytes or
+ * max_lines (or with `truncate = always`).
  */
 #ifndef TOOLRUN_SINK_H
 #define TOOLRUN_SINK_H
@@ -35,9 +39,20 @@ struct sink_decision {
 void sink_decide(const struct config *cfg, const struct limits *limits,
 		 char *const envp[], struct sink_decision *out);
 
-/* In the library's constructor of a process that is not below toolrund:
- * declare its own stdout and stderr, unless a declaration is inherited
- * or toolrun is off. Costs three environment lookups when there is one. */
+/* For an agent command: its stdout and stderr reach the agent when they
+ * are pipes or sockets (what `docker exec` gives without -t). */
+void sink_decide_command(struct sink_decision *out);
+
+/* Could fd reach the agent? A pipe or a socket; a terminal too when
+ * with_tty. */
+bool sink_reaches_agent(int fd, bool with_tty);
+
+/* Is this process the first of its tree: no declaration inherited, and
+ * toolrun not off? Three environment lookups. */
+bool sink_first_of_tree(void);
+
+/* In the library's constructor of the first process of a tree that is not
+ * below toolrund: declare its own stdout and stderr. */
 void sink_declare_own(void);
 
 #endif

@@ -237,7 +237,7 @@ static void check_environment(const Toolrun__Request *req, const char *tool,
 	ProtobufCBinaryData *env = NULL;
 	size_t n = 0;
 
-	if (policy_environment(req, &cfg, lim, &env, &n) < 0)
+	if (policy_environment(req, &cfg, lim, NULL, 0, &env, &n) < 0)
 		return;
 	CHECK(env != NULL);
 	CHECK(n <= req->n_envp + 1);

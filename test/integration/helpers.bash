@@ -56,8 +56,8 @@ tr_start() {
 	tr_launch
 }
 
-# $TR_BASH / $PLAIN_BASH: scripts for tr_bash / plain_bash, for use under
-# timeout(1) or from another shell.
+# $TR_BASH / $PLAIN_BASH / $AGENT_BASH: scripts for tr_bash / plain_bash /
+# tr_agent, for use under timeout(1) or from another shell.
 tr_write_wrappers() {
 	TR_BASH="$TR_DIR/tr-bash"
 	PLAIN_BASH="$TR_DIR/plain-bash"
@@ -72,7 +72,15 @@ EOF2
 #!/bin/bash
 exec env -u LD_PRELOAD -u BASH_ENV TR_MARK='$TR_MARK' bash -c "\$@"
 EOF2
-	chmod +x "$TR_BASH" "$PLAIN_BASH"
+	AGENT_BASH="$TR_DIR/agent-bash"
+	export AGENT_BASH
+	cat >"$AGENT_BASH" <<EOF2
+#!/bin/bash
+exec env -u TOOLRUN_AGENT_STDOUT -u TOOLRUN_AGENT_STDERR -u BASH_ENV \\
+	LD_PRELOAD='$TR_LIB' TR_MARK='$TR_MARK' TOOLRUN_CONFIG="\$TOOLRUN_CONFIG" \\
+	bash -c "\$@"
+EOF2
+	chmod +x "$TR_BASH" "$PLAIN_BASH" "$AGENT_BASH"
 }
 
 # wait_for SECONDS COMMAND...: run COMMAND every 50 ms until it succeeds;
@@ -181,4 +189,22 @@ jobs_since() {
 # A file of N numbered lines ("line 1" ...).
 make_lines() {
 	seq -f 'line %g' 1 "$2" >"$1"
+}
+
+# Run a command line as an agent's `docker exec BOX bash -c` runs in the
+# image: the library preloaded from the first instruction, nothing
+# declared, so that the first bash hands itself to toolrund as an agent
+# command.
+tr_agent() {
+	"$AGENT_BASH" "$@"
+}
+
+# The command job lines in the daemon log after the first N job lines.
+commands_since() {
+	jobs_since "$1" | grep ' command=' || true
+}
+
+# The spill file a marker names (the first one in $1).
+spill_path_in() {
+	grep -o '/[^ ;:()]*toolrun-output/[^ ;:()\]]*' <<<"$1" | head -n 1
 }

@@ -162,6 +162,65 @@ static void test_every_global_key_is_parsed(void **state)
 	assert_string_equal(config_tool_name(&cfg, 1), "grep");
 }
 
+static void test_output_contract_defaults(void **state)
+{
+	(void)state;
+	expect_ok("");
+	assert_true(cfg.agent_commands);
+	assert_int_equal(cfg.defaults.shape, SHAPE_HEAD_TAIL);
+	assert_int_equal(cfg.binary, BINARY_SUMMARY);
+	assert_int_equal(cfg.command_timeout_s, 300);
+	assert_string_equal(cfg.spill_dir, "/tmp/toolrun-output");
+	assert_true(cfg.spill_max_bytes == (UINT64_C(64) << 20));
+	assert_true(cfg.spill_total_bytes == (UINT64_C(1) << 30));
+	assert_int_equal(cfg.spill_expire_s, 86400);
+	assert_string_equal(cfg.audit_log, "/var/log/toolrun/audit.jsonl");
+	assert_true(cfg.audit_max_bytes == (UINT64_C(16) << 20));
+	assert_int_equal(cfg.audit_keep, 4);
+}
+
+static void test_output_contract_keys_are_parsed(void **state)
+{
+	(void)state;
+	expect_ok("agent_commands = off\nshape = tail\nbinary = pass\n"
+		  "command_timeout = 0\nspill_dir =\nspill_max = 1M\nspill_total = 2G\n"
+		  "spill_expire = 60\naudit_log = /a/b.jsonl\naudit_max = 64K\naudit_keep = 0\n"
+		  "tools = cat\n[tool.cat]\nshape = head\n");
+	assert_false(cfg.agent_commands);
+	assert_int_equal(cfg.defaults.shape, SHAPE_TAIL);
+	assert_int_equal(cfg.binary, BINARY_PASS);
+	assert_int_equal(cfg.command_timeout_s, 0);
+	assert_string_equal(cfg.spill_dir, "");
+	assert_true(cfg.spill_max_bytes == (UINT64_C(1) << 20));
+	assert_true(cfg.spill_total_bytes == (UINT64_C(2) << 30));
+	assert_int_equal(cfg.spill_expire_s, 60);
+	assert_string_equal(cfg.audit_log, "/a/b.jsonl");
+	assert_true(cfg.audit_max_bytes == 64 * 1024);
+	assert_int_equal(cfg.audit_keep, 0);
+	struct limits lim = config_tool_limits(&cfg, 0);
+	assert_int_equal(lim.shape, SHAPE_HEAD);
+	assert_true(lim.from_section & LIMIT_SET_SHAPE);
+	expect_ok("shape = head+tail\n");
+	assert_int_equal(cfg.defaults.shape, SHAPE_HEAD_TAIL);
+}
+
+static void test_output_contract_keys_refuse_bad_values(void **state)
+{
+	(void)state;
+	expect_error("shape = middle\n", 1, "shape must be 'head+tail', 'head' or 'tail'");
+	expect_error("agent_commands = yes\n", 1, "agent_commands must be 'on' or 'off'");
+	expect_error("binary = hide\n", 1, "binary must be 'summary' or 'pass'");
+	expect_error("command_timeout = 604801\n", 1, "command_timeout must be a number of seconds");
+	expect_error("spill_dir = relative/dir\n", 1, "spill_dir must be an absolute path or empty");
+	expect_error("audit_log = audit.jsonl\n", 1, "audit_log must be an absolute path or empty");
+	expect_error("spill_max = 100\n", 1, "spill_max must be a size of at least 4096 bytes");
+	expect_error("spill_total = unlimited\n", 1, "spill_total must be a size of at least 4096 bytes");
+	expect_error("audit_max = lots\n", 1, "audit_max must be a size of at least 4096 bytes");
+	expect_error("spill_expire = 0\n", 1, "spill_expire must be a number of seconds from 1");
+	expect_error("audit_keep = 101\n", 1, "audit_keep must be a number of rotated files up to 100");
+	expect_error("shape = head\nshape = tail\n", 2, "'shape' is set twice");
+}
+
 static void test_truncate_accepts_sink_and_always(void **state)
 {
 	(void)state;
@@ -868,6 +927,9 @@ int main(void)
 		cmocka_unit_test(test_socket_fallback_list),
 		cmocka_unit_test(test_error_socket_fallback),
 		cmocka_unit_test(test_wait_daemon),
+		cmocka_unit_test(test_output_contract_defaults),
+		cmocka_unit_test(test_output_contract_keys_are_parsed),
+		cmocka_unit_test(test_output_contract_keys_refuse_bad_values),
 		cmocka_unit_test(test_error_socket_longer_than_103_bytes),
 		cmocka_unit_test(test_error_tool_listed_twice),
 		cmocka_unit_test(test_error_tool_name_with_relative_slash),

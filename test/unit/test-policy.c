@@ -169,7 +169,7 @@ static const struct env_result *environment(const ProtobufCBinaryData *envp, siz
 	req.n_envp = n;
 	env_free();
 	held.n = (size_t)-1;
-	int r = policy_environment(&req, &cfg, &cfg.defaults, &held.env, &held.n);
+	int r = policy_environment(&req, &cfg, &cfg.defaults, NULL, 0, &held.env, &held.n);
 	assert_int_equal(r, 0);
 	assert_non_null(held.env);
 	assert_true(held.n <= n + 1);

@@ -1,0 +1,336 @@
+/*
+ * A job's output streams: from the program's pipe to what reaches the
+ * agent, and to the spill file that keeps the whole of a cut stream.
+ *
+ *   output_open       the pipe; its read end is watched here
+ *   stream_readable   read, shape, queue Output; pause for a slow client
+ *                     or while the spill file is being opened
+ *   spill_bytes       everything of a cut stream, into its spill file
+ *   stream_eof        the end: shaper_finish writes the marker, which
+ *                     names the spill file, so it waits for that file
+ *
+ * The listener may open no file (its seccomp filter), so the launcher
+ * opens the spill file (OpenSpill) and passes its descriptor back. Until
+ * then the stream's bytes wait in memory, and the pipe is not read: a
+ * program writing fast is held back for that long rather than losing
+ * what the file should keep.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "listener.h"
+#include "log.h"
+#include "reply.h"
+#include "util.h"
+
+/* Shaped pipes are made this large when the kernel allows, so that a
+ * program writing fast wakes the daemon less often. */
+#define PIPE_SIZE (1024 * 1024)
+
+static void emit_append(void *ctx, const uint8_t *p, size_t n)
+{
+	struct listener *L = ((struct job_stream *)ctx)->job->L;
+
+	if (L->emit_len + n > L->emit_cap) {
+		size_t cap = L->emit_cap * 2 > L->emit_len + n ? L->emit_cap * 2
+							       : L->emit_len + n;
+		uint8_t *e = realloc(L->emit, cap);
+		if (!e)
+			return; /* shaped bytes lost; logged by the caller */
+		L->emit = e;
+		L->emit_cap = cap;
+	}
+	memcpy(L->emit + L->emit_len, p, n);
+	L->emit_len += n;
+}
+
+/* Queue what the shaper kept, if a client is there to take it. */
+static void queue_emitted(struct job_stream *s)
+{
+	struct listener *L = s->job->L;
+
+	if (L->emit_len && s->job->conn)
+		reply_output(&s->job->conn->out, s->stream, L->emit, L->emit_len);
+	L->emit_len = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The spill file                                                      */
+
+static void spill_fail(struct job_spill *sp, const char *what, int err)
+{
+	if (sp->error[0])
+		return;
+	snprintf(sp->error, sizeof(sp->error), "%s%s%s", what, err ? ": " : "",
+		 err ? errno_text(err) : "");
+	if (sp->written)
+		sp->partial = true;
+}
+
+static void spill_write(struct job_stream *s, const uint8_t *p, size_t n)
+{
+	struct job_spill *sp = &s->spill;
+	uint64_t cap = s->job->L->cfg->spill_max_bytes;
+
+	if (sp->fd < 0 || sp->partial)
+		return;
+	if (sp->written + n > cap) {
+		n = (size_t)(cap - sp->written);
+		sp->partial = true;
+	}
+	while (n > 0) {
+		ssize_t w = write(sp->fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			spill_fail(sp, "writing the spill file failed", w < 0 ? errno : EIO);
+			sp->partial = true;
+			return;
+		}
+		sp->written += (uint64_t)w;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static void request_spill(struct job_stream *s)
+{
+	struct job *j = s->job;
+	Toolrun__Launcher__OpenSpill o = TOOLRUN__LAUNCHER__OPEN_SPILL__INIT;
+	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
+
+	o.job = j->id;
+	o.stream = (uint32_t)s->stream;
+	o.uid = (uint32_t)j->uid;
+	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_OPEN_SPILL;
+	m.open_spill = &o;
+	launcher_send(j->L, &m, NULL, 0);
+	s->spill.requested = true;
+}
+
+/* The shaper's spill callback: every byte of a stream that is cut. */
+static void spill_bytes(void *ctx, const uint8_t *p, size_t n)
+{
+	struct job_stream *s = ctx;
+	struct job_spill *sp = &s->spill;
+
+	if (sp->fd >= 0) {
+		spill_write(s, p, n);
+		return;
+	}
+	if (sp->error[0])
+		return;
+	if (!sp->requested) {
+		if (!s->job->L->cfg->spill_dir[0]) {
+			spill_fail(sp, "spill_dir is empty", 0);
+			return;
+		}
+		request_spill(s);
+	}
+	if (sp->pending_len + n > sp->pending_cap) {
+		size_t cap = MAX(sp->pending_cap * 2, sp->pending_len + n);
+		uint8_t *b = realloc(sp->pending, cap);
+		if (!b) {
+			spill_fail(sp, "toolrund is out of memory", 0);
+			return;
+		}
+		sp->pending = b;
+		sp->pending_cap = cap;
+	}
+	memcpy(sp->pending + sp->pending_len, p, n);
+	sp->pending_len += n;
+}
+
+/* ------------------------------------------------------------------ */
+/* The stream                                                          */
+
+void output_close(struct job_stream *s)
+{
+	if (s->fd < 0)
+		return;
+	event_del(&s->job->L->loop, &s->ev);
+	close_fd(&s->fd);
+}
+
+/* Shaped and spilled to the end: the tail, the marker. */
+static void stream_finish(struct job_stream *s)
+{
+	struct job_spill *sp = &s->spill;
+	bool kept = sp->path[0] != '\0';
+	struct shape_end end = {
+		.spill_path = kept ? sp->path : NULL,
+		.spill_partial = sp->partial,
+		.spill_bytes = sp->written,
+		.spill_error = sp->error[0] ? sp->error : "the spill file was not opened",
+	};
+
+	if (s->finished)
+		return;
+	s->finished = true;
+	shaper_finish(&s->shaper, &end, emit_append, s);
+	queue_emitted(s);
+	close_fd(&sp->fd);
+}
+
+static void stream_eof(struct job_stream *s)
+{
+	output_close(s);
+	if (s->spill.requested) {
+		s->eof_waiting = true; /* finished when the file is open */
+		return;
+	}
+	stream_finish(s);
+}
+
+static bool client_too_slow(const struct job *j)
+{
+	const struct listener *L = j->L;
+	size_t queued = j->conn ? j->conn->out.bytes : 0;
+
+	/* While slow clients hold much in all, each is held to less. */
+	return queued > OUTQ_HIGH || (queued > OUTQ_LOW && L->queued > MAX_QUEUED_BYTES);
+}
+
+static void stream_readable(struct event_loop *loop, uint32_t events, void *data)
+{
+	struct job_stream *s = data;
+	struct job *j = s->job;
+	struct listener *L = j->L;
+	(void)loop;
+	(void)events;
+
+	/* A bounded number of reads per wakeup keeps one busy program from
+	 * starving the other clients. */
+	for (int round = 0; round < 16 && s->fd >= 0; round++) {
+		ssize_t n = read(s->fd, L->read_buf, sizeof(L->read_buf));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return;
+			log_warn("job %llu: read: %s", (unsigned long long)j->id,
+				 errno_text(errno));
+			n = 0;
+		}
+		if (n == 0) {
+			stream_eof(s);
+			job_maybe_finish(j);
+			return;
+		}
+		shaper_feed(&s->shaper, L->read_buf, (size_t)n, emit_append, spill_bytes, s);
+		queue_emitted(s);
+		if (s->spill.requested) {
+			event_modify(&L->loop, &s->ev, 0);
+			s->waiting_spill = true;
+			return;
+		}
+		if (j->conn && !conn_flush(j->conn))
+			continue; /* the client left: keep draining */
+		/* A slow client: stop reading until its queue drains, unless
+		 * nothing more reaches it before the end anyway. */
+		if (client_too_slow(j) && !shaper_draining(&s->shaper)) {
+			event_modify(&L->loop, &s->ev, 0);
+			s->paused = true;
+			return;
+		}
+	}
+}
+
+int output_open(struct job *j, int i, Toolrun__Stream stream, int *write_end)
+{
+	struct job_stream *s = &j->out[i];
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	fcntl(p[0], F_SETPIPE_SZ, PIPE_SIZE); /* best effort */
+	s->fd = p[0];
+	s->stream = stream;
+	*write_end = p[1];
+	if (event_add(&j->L->loop, &s->ev, p[0], EPOLLIN, stream_readable, s) < 0) {
+		int e = errno;
+		close_fd(&s->fd);
+		close(p[1]);
+		return -e;
+	}
+	return 0;
+}
+
+static void watch_again(struct job_stream *s)
+{
+	if (s->fd >= 0 && !s->paused && !s->waiting_spill)
+		event_modify(&s->job->L->loop, &s->ev, EPOLLIN);
+}
+
+void output_resume(struct job *j)
+{
+	for (int i = 0; i < 2; i++) {
+		struct job_stream *s = &j->out[i];
+		if (s->paused) {
+			s->paused = false;
+			watch_again(s);
+		}
+	}
+}
+
+void output_drain_and_close(struct job *j)
+{
+	for (int i = 0; i < 2; i++) {
+		struct job_stream *s = &j->out[i];
+		if (s->fd < 0)
+			continue;
+		for (;;) {
+			ssize_t n = read(s->fd, j->L->read_buf, sizeof(j->L->read_buf));
+			if (n <= 0)
+				break;
+			shaper_feed(&s->shaper, j->L->read_buf, (size_t)n, emit_append,
+				    spill_bytes, s);
+			queue_emitted(s);
+		}
+		stream_eof(s);
+	}
+}
+
+void output_spill_opened(struct job_stream *s, int fd, const char *path,
+			 const char *reason)
+{
+	struct job_spill *sp = &s->spill;
+
+	if (!sp->requested) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	sp->requested = false;
+	if (fd >= 0) {
+		sp->fd = fd;
+		snprintf(sp->path, sizeof(sp->path), "%s", path);
+		spill_write(s, sp->pending, sp->pending_len);
+	} else {
+		spill_fail(sp, reason && reason[0] ? reason : "the spill file could not be made", 0);
+	}
+	free(sp->pending);
+	sp->pending = NULL;
+	sp->pending_len = sp->pending_cap = 0;
+	if (s->eof_waiting) {
+		s->eof_waiting = false;
+		stream_finish(s);
+		job_maybe_finish(s->job);
+		return;
+	}
+	s->waiting_spill = false;
+	watch_again(s);
+}
+
+void output_free(struct job_stream *s)
+{
+	output_close(s);
+	close_fd(&s->spill.fd);
+	free(s->spill.pending);
+	s->spill.pending = NULL;
+	if (s->shaped)
+		shaper_free(&s->shaper);
+}

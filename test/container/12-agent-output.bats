@@ -1,0 +1,73 @@
+#!/usr/bin/env bats
+# The agent's output contract, through a real `docker exec` with the
+# shipped config: one budget for everything a command writes, head and
+# tail, the whole output kept in the box, timeouts an agent can live with,
+# and an audit log whose chain names a line changed afterwards.
+
+load helpers
+
+setup_file() { ct_setup_file; }
+teardown_file() { ct_teardown_file; }
+setup() { ct_setup; }
+
+marker_of() {
+	grep -m 1 '^\.\.\.\[toolrun cut ' <<<"$1" || true
+}
+
+spill_of() {
+	grep -o '/tmp/toolrun-output/[^ ;:()]*' <<<"$1" | head -n 1
+}
+
+@test "12-agent-output: seq 1 1000000 delivers the budget and one marker" {
+	run --separate-stderr docker exec "$CT_BOX" bash -lc 'seq 1 1000000'
+	[ "$status" -eq 0 ]
+	[ -z "$stderr" ]
+	# The shipped budget: 4000 bytes, 200 lines, plus the marker line.
+	[ "${#lines[@]}" -eq 201 ]
+	marker=$(marker_of "$output")
+	[ "${#output}" -le $((4000 + ${#marker} + 1)) ]
+	[ "${lines[0]}" = 1 ]
+	[ "${lines[200]}" = 1000000 ]
+	[[ "$marker" == *"lines 101-999900 of 1000000"* ]]
+}
+
+@test "12-agent-output: the whole output is in the file the marker names" {
+	run --separate-stderr docker exec "$CT_BOX" bash -lc 'seq 1 1000000'
+	path=$(spill_of "$(marker_of "$output")")
+	[ -n "$path" ]
+	run docker exec "$CT_BOX" bash -lc "sed -n '500000p' $path; wc -l < $path; stat -c %a $path"
+	[ "${lines[0]}" = 500000 ]
+	[ "${lines[1]}" = 1000000 ]
+	[ "${lines[2]}" = 600 ]
+}
+
+@test "12-agent-output: cat of a long build log keeps the error at its end" {
+	docker exec "$CT_BOX" bash -lc 'for i in $(seq 1 3000); do echo "CC src/file$i.o"; done > build.log; echo "src/last.c:12: error: expected ;" >> build.log'
+	run --separate-stderr docker exec "$CT_BOX" bash -lc 'cat build.log'
+	[ "$status" -eq 0 ]
+	[ "${lines[-1]}" = "src/last.c:12: error: expected ;" ]
+	[ "${lines[0]}" = "CC src/file1.o" ]
+}
+
+@test "12-agent-output: a waiting tail survives its timeout while the build runs" {
+	# The shipped tool timeout is 30 s: the producer takes longer.
+	run --separate-stderr docker exec "$CT_BOX" bash -lc '(sleep 40; echo "BUILD FAILED") 2>&1 | tail -5'
+	[ "$status" -eq 0 ]
+	[ "$output" = "BUILD FAILED" ]
+}
+
+@test "12-agent-output: the audit log has the commands, and verify names a changed line" {
+	docker exec "$CT_BOX" bash -lc 'echo audited-command-marker'
+	run docker exec "$CT_BOX" bash -lc 'toolrun audit verify'
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"chain intact"* ]]
+	run docker exec "$CT_BOX" bash -c 'grep -c "\"kind\":\"command\"" /run/toolrun/audit/audit.jsonl'
+	[ "$output" -ge 1 ]
+	# Change one earlier line as someone hiding a command would.
+	n=$(docker exec "$CT_BOX" bash -c 'grep -n audited-command-marker /run/toolrun/audit/audit.jsonl | head -n 1 | cut -d: -f1')
+	[ -n "$n" ]
+	docker exec "$CT_BOX" bash -c "TOOLRUN=off sed -i '${n}s/audited-command-marker/something-harmless/' /run/toolrun/audit/audit.jsonl"
+	run docker exec -e TOOLRUN=off "$CT_BOX" toolrun audit verify /run/toolrun/audit/audit.jsonl
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"audit.jsonl:$((n + 1)):"* ]]
+}

@@ -1,0 +1,148 @@
+#!/usr/bin/env bats
+# Agent commands: the first process of a tree that has the library hands
+# itself to toolrund, and everything the command writes to the agent is
+# shaped against one budget, whoever writes it.
+
+load helpers
+
+setup_file() {
+	tr_start "truncate = sink" "spill_dir = $BATS_FILE_TMPDIR/spill" \
+		"[tool.tail]" "timeout = 2"
+	seq 1 100000 >"$TR_DIR/seq"
+}
+
+teardown_file() {
+	tr_stop
+}
+
+# The lines of $output before the marker, the marker, the lines after.
+split_marker() {
+	marker=$(grep -n '^\.\.\.\[toolrun cut ' <<<"$output" | head -n 1)
+	marker_line=${marker%%:*}
+	marker=${marker#*:}
+}
+
+@test "22-commands-unlisted: an unlisted program's output is bounded, head and tail" {
+	n=$(tr_job_count)
+	run tr_agent 'seq 1 100000'
+	[ "$status" -eq 0 ]
+	split_marker
+	[ -n "$marker" ]
+	# The first 100 lines, the marker, the last 100.
+	[ "$(head -n 100 <<<"$output")" = "$(seq 1 100)" ]
+	[ "$marker_line" -eq 101 ]
+	[ "$(tail -n 100 <<<"$output")" = "$(seq 99901 100000)" ]
+	[ "${#lines[@]}" -eq 201 ]
+	[[ "$marker" == *"lines 101-99900 of 100000"* ]]
+	commands_since "$n" | grep -q 'command=bash'
+}
+
+@test "22-commands-spill: the whole output is in the file the marker names, for the caller only" {
+	run tr_agent 'seq 1 100000'
+	split_marker
+	path=$(spill_path_in "$marker")
+	[ -n "$path" ]
+	cmp "$path" "$TR_DIR/seq"
+	[ "$(stat -c '%a %u' "$path")" = "600 $(id -u)" ]
+	[ "$(sed -n '101,103p' "$path")" = "$(seq 101 103)" ]
+}
+
+@test "22-commands-builtins: a shell loop's echo is bounded too" {
+	run tr_agent 'for i in $(seq 1 5000); do echo "row $i"; done'
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 201 ]
+	[ "${lines[0]}" = "row 1" ]
+	[ "${lines[200]}" = "row 5000" ]
+}
+
+@test "22-commands-one-budget: many small listed calls share one budget, one marker" {
+	run tr_agent "for i in \$(seq 1 29); do head -100 $TR_DIR/seq; done"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^\.\.\.\[toolrun cut ' <<<"$output")" -eq 1 ]
+	[ "${#lines[@]}" -eq 201 ]
+}
+
+@test "22-commands-every-byte: pipes, files and substitutions get every byte" {
+	run tr_agent "seq 1 100000 | wc -l; seq 1 100000 > $TR_DIR/copy; x=\$(seq 1 100000); echo \${#x}"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = 100000 ]
+	[ "${lines[1]}" = "$(($(stat -c %s "$TR_DIR/seq") - 1))" ]
+	cmp "$TR_DIR/copy" "$TR_DIR/seq"
+}
+
+@test "22-commands-small: output within the budget arrives untouched" {
+	run tr_agent 'printf "a\nb\n"; printf "no newline"'
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'a\nb\nno newline')" ]
+}
+
+@test "22-commands-status: exit codes and signals are the command's" {
+	run tr_agent 'exit 7'
+	[ "$status" -eq 7 ]
+	run tr_agent 'kill -SEGV $$'
+	[ "$status" -eq 139 ]
+	run tr_agent 'true'
+	[ "$status" -eq 0 ]
+}
+
+@test "22-commands-stdin-cwd-env: the command reads its stdin, in its directory, with its env" {
+	run bash -c "cd '$TR_DIR' && echo piped | MY_VAR=kept '$AGENT_BASH' 'read l; echo \$l \$PWD \$MY_VAR'"
+	[ "$status" -eq 0 ]
+	[ "$output" = "piped $TR_DIR kept" ]
+}
+
+@test "22-commands-pid: the command's own processes see no toolrun variables" {
+	run tr_agent 'env | grep -c "^TOOLRUN_" || true'
+	[ "$output" = 0 ]
+}
+
+@test "22-commands-off: TOOLRUN=off leaves the command alone" {
+	run env TOOLRUN=off LD_PRELOAD="$TR_LIB" TOOLRUN_CONFIG="$TOOLRUN_CONFIG" bash -c 'seq 1 1000'
+	[ "${#lines[@]}" -eq 1000 ]
+}
+
+@test "22-commands-file: a command whose stdout is a file is not taken over" {
+	tr_agent 'seq 1 100000' >"$TR_DIR/out" 2>/dev/null
+	cmp "$TR_DIR/out" "$TR_DIR/seq"
+}
+
+@test "22-commands-producer: a tool's timeout waits for a producer still running" {
+	# tail's timeout is 2 s; its producer takes longer.
+	run tr_agent '(sleep 5; echo BUILD FAILED) 2>&1 | tail -5'
+	[ "$status" -eq 0 ]
+	[ "$output" = "BUILD FAILED" ]
+}
+
+@test "22-commands-tool-timeout: a tool that is not waiting on a producer still times out" {
+	run tr_agent "tail -f $TR_DIR/seq </dev/null >/dev/null"
+	[ "$status" -eq 124 ]
+	[[ "$output" == *"toolrun: tail: timed out after 2 s"* ]]
+}
+
+@test "22-commands-binary: binary output is one line with its SHA-256" {
+	head -c 100000 /bin/bash >"$TR_DIR/bin"
+	run tr_agent "cat $TR_DIR/bin"
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"binary"* ]]
+	[[ "$output" == *"$(sha256sum <"$TR_DIR/bin" | cut -d' ' -f1)"* ]]
+	[[ "$output" == *ELF* ]]
+	path=$(spill_path_in "$output")
+	cmp "$path" "$TR_DIR/bin"
+}
+
+@test "22-commands-timeout: command_timeout ends the whole command with 124" {
+	tr_write_config "$TOOLRUN_CONFIG" "command_timeout = 2" "spill_dir = $BATS_FILE_TMPDIR/spill"
+	"$TR_CLI" reload
+	# A background job in a process group of its own (job control on),
+	# one in the command's group, and the command itself waiting.
+	run tr_agent 'echo before; set -m; sleep 3001 & set +m; sleep 3002 & sleep 3003; echo after'
+	tr_write_config "$TOOLRUN_CONFIG" "spill_dir = $BATS_FILE_TMPDIR/spill" "[tool.tail]" "timeout = 2"
+	"$TR_CLI" reload
+	[ "$status" -eq 124 ]
+	[ "${lines[0]}" = before ]
+	[[ "$output" == *"toolrun: the command timed out after 2 s (command_timeout)"* ]]
+	[[ "$output" != *after* ]]
+	# Every process of the command's session is gone.
+	wait_for 30 bash -c "! pgrep -x -f 'sleep 300[123]' >/dev/null"
+}
