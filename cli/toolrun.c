@@ -5,6 +5,8 @@
  *   toolrun reload                   make the daemon read its config again
  *                                    (exit 0; 2 if it refused the file)
  *   toolrun run PROGRAM [ARGS...]    run a program through the daemon
+ *   toolrun audit verify [FILE...]   check the audit log's hash chain
+ *                                    (exit 0 intact, 1 broken, 2 unreadable)
  *
  * `run` sends PROGRAM as it is (no PATH search, no local checks): what
  * the daemon answers is what you see, including its refusals. The config
@@ -12,10 +14,12 @@
  */
 #include <string.h>
 #include <sys/select.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "auditchain.h"
 #include "cfgcache.h"
 #include "client.h"
 #include "config.h"
@@ -31,7 +35,14 @@ static int usage(FILE *out, int code)
 {
 	fprintf(out, "usage: toolrun ping\n"
 		     "       toolrun reload\n"
-		     "       toolrun run PROGRAM [ARGS...]\n");
+		     "       toolrun run PROGRAM [ARGS...]\n"
+		     "       toolrun audit verify [FILE...]\n"
+		     "\n"
+		     "audit verify checks the audit log's hash chain: with one FILE, FILE and\n"
+		     "its rotated files (FILE.N ... FILE.1) as one chain, oldest first; with\n"
+		     "several, those files in the order given; with none, the file toolrund\n"
+		     "writes (or the config's audit_log). Exit 0: intact; 1: a line does not\n"
+		     "match (named as FILE:LINE); 2: a file cannot be read.\n");
 	return code;
 }
 
@@ -212,6 +223,108 @@ static int run(struct config *cfg, char **argv)
 	client_exit_failure(argv[0], &res);
 }
 
+/* The audit log toolrund writes (Pong.audit_log), else the config's
+ * audit_log; NULL after saying why. */
+static char *audit_log_in_use(void)
+{
+	struct config *cfg = load_config();
+	Toolrun__Ping p = TOOLRUN__PING__INIT;
+	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
+	const char *where = cfg->socket;
+	char *path = NULL;
+
+	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_PING;
+	m.ping = &p;
+	Toolrun__ServerMessage *sm = ask(cfg, &m, TOOLRUN__SERVER_MESSAGE__MSG_PONG, 0, &where);
+	if (sm && sm->pong->audit_log && sm->pong->audit_log[0])
+		path = strdup(sm->pong->audit_log);
+	else if (cfg->audit_log[0])
+		path = strdup(cfg->audit_log);
+	else
+		fprintf(stderr, "toolrun: no audit log: toolrund names none, and audit_log "
+				"is empty in %s\n", cfg->file);
+	if (sm)
+		toolrun__server_message__free_unpacked(sm, NULL);
+	else if (path)
+		fprintf(stderr, "toolrun: checking the config's audit_log, %s\n", path);
+	free(cfg);
+	return path;
+}
+
+/* Exit 0: intact; 1: broken; 2: a file cannot be read. */
+static int audit_verify(char **files, int nfiles)
+{
+	const char **paths = NULL;
+	size_t n = 0;
+	char *own = NULL;
+
+	if (nfiles == 0) {
+		own = audit_log_in_use();
+		if (!own)
+			return 2;
+		files = &own;
+		nfiles = 1;
+	}
+	if (nfiles == 1) {
+		/* FILE.N ... FILE.1, FILE: the rotated files that exist, up
+		 * to the first missing one. */
+		unsigned k = 0;
+		struct stat st;
+		char name[4096];
+		while (k < 10000) {
+			snprintf(name, sizeof(name), "%s.%u", files[0], k + 1);
+			if (stat(name, &st) < 0)
+				break;
+			k++;
+		}
+		paths = calloc(k + 1, sizeof(*paths));
+		for (unsigned i = 0; paths && i < k; i++) {
+			snprintf(name, sizeof(name), "%s.%u", files[0], k - i);
+			paths[i] = strdup(name);
+			if (!paths[i]) {
+				free(paths);
+				paths = NULL;
+			}
+		}
+		if (paths)
+			paths[k] = files[0];
+		n = k + 1;
+	} else {
+		paths = calloc((size_t)nfiles, sizeof(*paths));
+		for (int i = 0; paths && i < nfiles; i++)
+			paths[i] = files[i];
+		n = (size_t)nfiles;
+	}
+	uint64_t *counts = calloc(n, sizeof(*counts));
+	struct auditchain_report *rep = calloc(1, sizeof(*rep));
+	if (!paths || !counts || !rep) {
+		fprintf(stderr, "toolrun: out of memory\n");
+		exit(2);
+	}
+	rep->file_lines = counts;
+	int r = auditchain_verify(paths, n, rep);
+	int code = 0;
+	if (r < 0) {
+		fprintf(stderr, "toolrun: %s\n", rep->error);
+		code = 2;
+	} else if (r == AUDITCHAIN_BROKEN) {
+		printf("%s\n", rep->error);
+		code = 1;
+	} else {
+		for (size_t i = 0; i < n; i++)
+			printf("%s: %llu line%s, chain intact\n", paths[i],
+			       (unsigned long long)counts[i], counts[i] == 1 ? "" : "s");
+	}
+	if (nfiles == 1)
+		for (size_t i = 0; i + 1 < n; i++)
+			free((char *)paths[i]);
+	free(paths);
+	free(counts);
+	free(rep);
+	free(own);
+	return code;
+}
+
 TOOLRUN_NOT_A_COMMAND;
 
 int main(int argc, char **argv)
@@ -223,6 +336,11 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--version") == 0) {
 		printf("toolrun %s\n", TOOLRUN_VERSION);
 		return 0;
+	}
+	if (strcmp(argv[1], "audit") == 0) {
+		if (argc >= 3 && strcmp(argv[2], "verify") == 0)
+			return audit_verify(argv + 3, argc - 3);
+		return usage(stderr, 2);
 	}
 	struct config *cfg = load_config();
 	if (strcmp(argv[1], "ping") == 0 && argc == 2)

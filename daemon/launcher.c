@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "auditlog.h"
 #include "frame.h"
 #include "launch.h"
 #include "launcher.pb-c.h"
@@ -39,6 +40,8 @@ struct launcher {
 	struct frame_reader reader;
 	int fds[FRAME_MAX_FDS];
 	struct launched *jobs;
+	const struct config *cfg;
+	struct auditlog audit;
 };
 
 static NORETURN void fatal(const char *what, int err)
@@ -221,6 +224,33 @@ out:
 	report_spawned(L, s->job, err ? 0 : pid, err, step);
 }
 
+/* Tell the listener which file the audit log is (AuditLogAt). */
+static void report_audit_log(struct launcher *L)
+{
+	Toolrun__Launcher__AuditLogAt at = TOOLRUN__LAUNCHER__AUDIT_LOG_AT__INIT;
+	Toolrun__Launcher__FromLauncher m = TOOLRUN__LAUNCHER__FROM_LAUNCHER__INIT;
+
+	at.path = L->audit.path;
+	m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_AUDIT_LOG_AT;
+	m.audit_log_at = &at;
+	send_msg(L, &m);
+}
+
+/* One record from the listener: chained and appended. A record that is
+ * not one JSON object on one line is a broken listener's. */
+static void audit(struct launcher *L, const Toolrun__Launcher__Audit *a)
+{
+	int r = auditlog_append(&L->audit, (const char *)a->line.data, a->line.len);
+
+	if (r == -EINVAL)
+		fatal("audit record that is not one JSON object on one line", EPROTO);
+	if (r < 0 && r != -EBADF)
+		log_error("cannot write to the audit log %s: %s", L->audit.path,
+			  errno_text(r));
+	if (r == AUDITLOG_MOVED)
+		report_audit_log(L);
+}
+
 static struct launched **find(struct launcher *L, uint64_t job)
 {
 	struct launched **at = &L->jobs;
@@ -249,6 +279,9 @@ static void dispatch(struct launcher *L, const Toolrun__Launcher__ToLauncher *m)
 		at = find(L, m->kill->job);
 		if (*at && m->kill->signo > 0 && m->kill->signo < NSIG)
 			kill(-(*at)->pid, m->kill->signo);
+		return;
+	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_AUDIT:
+		audit(L, m->audit);
 		return;
 	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_RELEASE:
 		at = find(L, m->release->job);
@@ -334,6 +367,9 @@ static NORETURN void launcher_main(struct launcher *L, pid_t parent)
 	if (launch_self_init(&L->self) < 0)
 		fatal("read the launcher's own process state", errno);
 
+	auditlog_open(&L->audit, L->cfg);
+	report_audit_log(L);
+
 	L->reader = (struct frame_reader){
 		.max_payload = ORDER_MAX_PAYLOAD,
 		.grow = frame_grow_heap,
@@ -376,7 +412,8 @@ static NORETURN void launcher_main(struct launcher *L, pid_t parent)
 	}
 }
 
-int launcher_start(struct launcher_link *link, const int *close_in_child)
+int launcher_start(struct launcher_link *link, const struct config *cfg,
+		   const int *close_in_child)
 {
 	int sv[2];
 
@@ -391,7 +428,7 @@ int launcher_start(struct launcher_link *link, const int *close_in_child)
 		return -err;
 	}
 	if (pid == 0) {
-		struct launcher L = {.chan = sv[1], .sigfd = -1};
+		struct launcher L = {.chan = sv[1], .sigfd = -1, .cfg = cfg};
 		close(sv[0]);
 		for (const int *fd = close_in_child; fd && *fd >= 0; fd++)
 			close(*fd);

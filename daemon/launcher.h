@@ -2,8 +2,8 @@
  * The launcher: toolrund's process that forks and executes programs.
  *
  * Peers:
- *   listener  ─ Spawn, Kill, Release ─►  launcher
- *   listener  ◄─ Spawned, Exited ──────  launcher
+ *   listener  ─ Spawn, Kill, Release, Audit ─►  launcher
+ *   listener  ◄─ Spawned, Exited, AuditLogAt ──  launcher
  *
  * It is forked before the listener starts serving and does nothing on
  * its own initiative: it executes validated orders, reports how each
@@ -16,16 +16,20 @@
 
 #include <sys/types.h>
 
+#include "config.h"
+
 struct launcher_link {
 	int fd;    /* the listener's end of the channel */
 	pid_t pid; /* the launcher process */
 };
 
 /*
- * Fork the launcher. close_in_child lists fds (ending with -1) that the
- * launcher must not keep, such as the listening socket.
+ * Fork the launcher. It keeps cfg as it is at the fork (the audit log's
+ * keys). close_in_child lists fds (ending with -1) that the launcher must
+ * not keep, such as the listening socket.
  * Returns 0 or -errno.
  */
-int launcher_start(struct launcher_link *link, const int *close_in_child);
+int launcher_start(struct launcher_link *link, const struct config *cfg,
+		   const int *close_in_child);
 
 #endif

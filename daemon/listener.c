@@ -207,6 +207,7 @@ static void send_pong(struct conn *c)
 	p.running = L->running;
 	p.served = L->served;
 	p.uptime_s = (monotonic_us() - L->started_us) / 1000000;
+	p.audit_log = L->audit_log;
 	reply_pong(&c->out, &p);
 	conn_close_after_flush(c);
 }
@@ -602,6 +603,9 @@ static void on_launcher(struct event_loop *loop, uint32_t events, void *data)
 		else if (m->msg_case == TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_INPUT_STATE)
 			job_on_input_state(L, m->input_state->job,
 					   m->input_state->producer_running);
+		else if (m->msg_case == TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_AUDIT_LOG_AT)
+			snprintf(L->audit_log, sizeof(L->audit_log), "%s",
+				 m->audit_log_at->path);
 		toolrun__launcher__from_launcher__free_unpacked(m, NULL);
 	}
 }

@@ -6,8 +6,8 @@
  *   supervisor  ◄─ Reload ─  listener
  *   clients   ─ Hello, Request (+fds), Signal, ReaderGone, Ping, Reload ─►  listener
  *   clients   ◄─ Hello, Started, Output, Exit, Error, Pong, Reloaded ─  listener
- *   launcher  ◄─ Spawn (+fds), Kill, Release ─  listener
- *   launcher  ─ Spawned, Exited ─►  listener
+ *   launcher  ◄─ Spawn (+fds), Kill, Release, Audit ─  listener
+ *   launcher  ─ Spawned, Exited, AuditLogAt ─►  listener
  *
  * One event loop serves every connection. A request becomes a job: the
  * listener validates it (policy.c), orders the launcher to run it, reads
@@ -170,6 +170,7 @@ struct listener {
 	struct event_source launcher_ev;
 	struct frame_reader launcher_reader;
 	struct outq launcher_out;
+	char audit_log[CONFIG_PATH_MAX]; /* the launcher's (AuditLogAt); "": none */
 
 	struct conn *conns;     /* newest first */
 	unsigned nconns;

@@ -36,6 +36,11 @@ tr_write_config() {
 		echo "max_bytes = 4000"
 		echo "max_lines = 200"
 		echo "timeout = 20"
+		# The audit log in the test's directory, unless the test sets it.
+		case " $* " in
+		*" audit_log ="*) ;;
+		*) echo "audit_log = $TR_DIR/audit.jsonl" ;;
+		esac
 		local line
 		for line in "$@"; do
 			echo "$line"

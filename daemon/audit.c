@@ -1,0 +1,236 @@
+#include "audit.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+/* The length of the valid UTF-8 sequence at s (1 to 4), or 0 when the
+ * byte at s does not begin one: a stray continuation byte, a sequence cut
+ * short, an overlong form, a surrogate, or a code point past U+10FFFF. */
+static size_t utf8_sequence(const uint8_t *s, size_t len)
+{
+	uint8_t c = s[0];
+	size_t n;
+	uint32_t cp, min;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		n = 2, cp = c & 0x1F, min = 0x80;
+	else if (c >= 0xE0 && c <= 0xEF)
+		n = 3, cp = c & 0x0F, min = 0x800;
+	else if (c >= 0xF0 && c <= 0xF4)
+		n = 4, cp = c & 0x07, min = 0x10000;
+	else
+		return 0;
+	if (len < n)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3F);
+	}
+	if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return n;
+}
+
+/* A JSON string of bytes that may not be UTF-8: each invalid byte
+ * becomes U+FFFD (EF BF BD). */
+static struct json_object *text(const uint8_t *s, size_t len)
+{
+	static const char replacement[] = "\xEF\xBF\xBD";
+	size_t i = 0, out = 0;
+	bool clean = true;
+
+	for (i = 0; i < len;) {
+		size_t n = utf8_sequence(s + i, len - i);
+		if (n == 0) {
+			clean = false;
+			out += 3;
+			i++;
+		} else {
+			out += n;
+			i += n;
+		}
+	}
+	if (clean)
+		return json_object_new_string_len(len ? (const char *)s : "", (int)len);
+
+	char *buf = malloc(out ? out : 1);
+	if (!buf)
+		return NULL;
+	size_t o = 0;
+	for (i = 0; i < len;) {
+		size_t n = utf8_sequence(s + i, len - i);
+		if (n == 0) {
+			memcpy(buf + o, replacement, 3);
+			o += 3;
+			i++;
+		} else {
+			memcpy(buf + o, s + i, n);
+			o += n;
+			i += n;
+		}
+	}
+	struct json_object *j = json_object_new_string_len(buf, (int)o);
+	free(buf);
+	return j;
+}
+
+static struct json_object *cstring(const char *s)
+{
+	return text((const uint8_t *)s, strlen(s));
+}
+
+const char *audit_signal_name(int signo, char *buf, size_t len)
+{
+	const char *abbrev = signo > 0 && signo < NSIG ? sigabbrev_np(signo) : NULL;
+
+	if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else if (signo > SIGRTMIN && signo <= SIGRTMAX)
+		snprintf(buf, len, "SIGRTMIN+%d", signo - SIGRTMIN);
+	else if (signo == SIGRTMIN)
+		snprintf(buf, len, "SIGRTMIN");
+	else
+		snprintf(buf, len, "SIG%d", signo);
+	return buf;
+}
+
+/* RFC 3339, UTC, milliseconds: 2026-11-23T06:00:10.123Z. */
+static struct json_object *timestamp(int64_t ms)
+{
+	int64_t s = ms / 1000, frac = ms % 1000;
+	struct tm tm;
+	char buf[64];
+
+	if (frac < 0) {
+		frac += 1000;
+		s--;
+	}
+	time_t t = (time_t)s;
+	if (!gmtime_r(&t, &tm))
+		return NULL;
+	snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+		 tm.tm_sec, (int)frac);
+	return json_object_new_string(buf);
+}
+
+/* Milliseconds with three decimals: the microseconds measured, written
+ * as such (12.345), not as a double's nearest binary value. */
+static struct json_object *duration_ms(uint64_t us)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu.%03llu", (unsigned long long)(us / 1000),
+		 (unsigned long long)(us % 1000));
+	return json_object_new_double_s((double)us / 1000.0, buf);
+}
+
+/* Adds v to o as key; false (and v freed) if either failed. */
+static bool add(struct json_object *o, const char *key, struct json_object *v)
+{
+	if (!v)
+		return false;
+	if (json_object_object_add(o, key, v) < 0) {
+		json_object_put(v);
+		return false;
+	}
+	return true;
+}
+
+static struct json_object *stream(const struct audit_stream *s)
+{
+	struct json_object *o = json_object_new_object();
+	bool ok = o != NULL;
+
+	if (!ok)
+		return NULL;
+	if (!s->shaped) {
+		ok = add(o, "shaped", json_object_new_boolean(0));
+	} else {
+		ok = add(o, "bytes", json_object_new_uint64(s->bytes)) &&
+		     add(o, "lines", json_object_new_uint64(s->lines)) &&
+		     add(o, "bytes_dropped", json_object_new_uint64(s->bytes_dropped)) &&
+		     add(o, "lines_dropped", json_object_new_uint64(s->lines_dropped));
+		if (ok && s->spill)
+			ok = add(o, "spill", cstring(s->spill)) &&
+			     add(o, "spill_partial", json_object_new_boolean(s->spill_partial));
+	}
+	if (!ok) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+static struct json_object *argv_array(const struct audit_record *r)
+{
+	struct json_object *a = json_object_new_array_ext((int)r->argc);
+
+	if (!a)
+		return NULL;
+	for (size_t i = 0; i < r->argc; i++) {
+		struct json_object *s = text(r->argv[i].data, r->argv[i].len);
+		if (!s || json_object_array_add(a, s) < 0) {
+			json_object_put(s);
+			json_object_put(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+/* How it ended: "exit", or "signal" (+ "core_dumped"), or "not_run". */
+static bool outcome(struct json_object *o, const struct audit_record *r)
+{
+	char name[32];
+
+	if (r->not_run)
+		return add(o, "not_run", cstring(r->reason ? r->reason : "never ran"));
+	if (!r->signaled)
+		return add(o, "exit", json_object_new_int(r->exit_code));
+	if (!add(o, "signal", json_object_new_string(audit_signal_name(r->signal, name,
+									  sizeof(name)))))
+		return false;
+	return !r->core_dumped || add(o, "core_dumped", json_object_new_boolean(1));
+}
+
+char *audit_format(const struct audit_record *r)
+{
+	struct json_object *o = json_object_new_object();
+	const char *kind = r->kind ? r->kind : r->tool ? "tool" : "command";
+	char *line = NULL;
+
+	if (!o)
+		return NULL;
+	bool ok = add(o, "time", timestamp(r->start_ms)) &&
+		  add(o, "kind", json_object_new_string(kind)) &&
+		  add(o, "job", json_object_new_uint64(r->job)) &&
+		  (!r->command_job ||
+		   add(o, "command_job", json_object_new_uint64(r->command_job))) &&
+		  add(o, "uid", json_object_new_uint64(r->uid)) &&
+		  add(o, "caller_pid", json_object_new_int(r->caller_pid)) &&
+		  add(o, "pid", json_object_new_int(r->pid)) &&
+		  (!r->tool || add(o, "tool", cstring(r->tool))) &&
+		  add(o, "cwd", text(r->cwd, r->cwd ? r->cwd_len : 0)) &&
+		  add(o, "argv", argv_array(r)) &&
+		  outcome(o, r) &&
+		  add(o, "timed_out", json_object_new_boolean(r->timed_out)) &&
+		  add(o, "duration_ms", duration_ms(r->duration_us)) &&
+		  add(o, "stdout", stream(&r->out[0])) &&
+		  add(o, "stderr", stream(&r->out[1]));
+	if (ok) {
+		const char *s = json_object_to_json_string_ext(
+			o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+		line = s ? strdup(s) : NULL;
+	}
+	json_object_put(o);
+	return line;
+}

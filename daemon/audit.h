@@ -1,0 +1,52 @@
+/*
+ * Audit records: one JSON object per agent command and per tool job,
+ * composed in the listener (pure formatting: no I/O) and sent to the
+ * launcher as an Audit message, which chains and appends it to the log
+ * (auditlog.h). docs/audit.md describes every member.
+ *
+ * Text that is not valid UTF-8 (argv, cwd, a spill path) still gives
+ * valid JSON: each byte that is not part of a valid UTF-8 sequence
+ * becomes U+FFFD. Overlong forms, surrogates and code points past
+ * U+10FFFF count as invalid, one U+FFFD per byte.
+ */
+#ifndef TOOLRUN_AUDIT_H
+#define TOOLRUN_AUDIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "toolrun.pb-c.h"
+
+struct audit_stream {
+	bool shaped;
+	uint64_t bytes, lines, bytes_dropped, lines_dropped;
+	const char *spill;      /* NULL or the spill file */
+	bool spill_partial;
+};
+
+struct audit_record {
+	const char *kind;        /* "command" or "tool" */
+	uint64_t job;            /* the daemon's job id */
+	uint64_t command_job;    /* a tool run inside an agent command: that command's job id; 0 none */
+	int64_t start_ms;        /* wall clock, ms since the epoch */
+	uint64_t duration_us;
+	uint32_t uid;
+	int32_t caller_pid, pid; /* the client's pid, the program's pid (0: never ran) */
+	const char *tool;        /* the tool's name as listed; NULL for a command */
+	const uint8_t *cwd; size_t cwd_len;
+	const ProtobufCBinaryData *argv; size_t argc;   /* from toolrun.pb-c.h */
+	bool not_run; const char *reason;               /* never ran, and why */
+	bool signaled; int exit_code; int signal; bool core_dumped;
+	bool timed_out;
+	struct audit_stream out[2];                     /* stdout, stderr */
+};
+
+/* The record as one JSON object without a newline (malloc'd), or NULL. */
+char *audit_format(const struct audit_record *r);
+
+/* For tests and messages: "SIGKILL", "SIGRTMIN+3", or "SIG99" for a
+ * number without a name. buf holds at least 16 bytes. */
+const char *audit_signal_name(int signo, char *buf, size_t len);
+
+#endif
