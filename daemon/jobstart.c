@@ -71,28 +71,53 @@ static void close_all(int *fds, unsigned n)
 		close(fds[i]);
 }
 
-/* The job's record of what ran, for the audit log: argv and the cwd. */
+/* The most of argv an audit record holds: its JSON must fit one order to
+ * the launcher, whatever the request's size and bytes. */
+#define AUDIT_ARGV_MAX (16 * 1024)
+
+/* The job's record of what ran, for the audit log: argv (its first
+ * AUDIT_ARGV_MAX bytes, then a note of what is left out) and the cwd. */
 static int keep_request(struct job *j, const Toolrun__Request *req)
 {
-	size_t bytes = req->cwd.len;
+	size_t total = 0, kept = 0, nkept = 0;
+	char note[96] = "";
+
 	for (size_t i = 0; i < req->n_argv; i++)
-		bytes += req->argv[i].len;
-	j->argv = malloc(req->n_argv * sizeof(*j->argv) + bytes + 1);
+		total += req->argv[i].len;
+	while (nkept < req->n_argv && kept < AUDIT_ARGV_MAX) {
+		kept += MIN(req->argv[nkept].len, AUDIT_ARGV_MAX - kept);
+		nkept++;
+	}
+	if (kept < total)
+		snprintf(note, sizeof(note), "[toolrun: %zu more bytes of argv not recorded]",
+			 total - kept);
+	size_t cwd_len = MIN(req->cwd.len, (size_t)PATH_MAX);
+	size_t slots = nkept + (note[0] ? 1 : 0);
+	j->argv = malloc((slots + 1) * sizeof(*j->argv) + kept + strlen(note) + cwd_len + 1);
 	if (!j->argv)
 		return -ENOMEM;
-	uint8_t *p = (uint8_t *)(j->argv + req->n_argv);
-	for (size_t i = 0; i < req->n_argv; i++) {
+	uint8_t *p = (uint8_t *)(j->argv + slots + 1);
+	size_t left = kept;
+	for (size_t i = 0; i < nkept; i++) {
+		size_t n = MIN(req->argv[i].len, left);
 		j->argv[i].data = p;
-		j->argv[i].len = req->argv[i].len;
-		if (req->argv[i].len)
-			memcpy(p, req->argv[i].data, req->argv[i].len);
-		p += req->argv[i].len;
+		j->argv[i].len = n;
+		if (n)
+			memcpy(p, req->argv[i].data, n);
+		p += n;
+		left -= n;
 	}
-	j->argc = req->n_argv;
+	if (note[0]) {
+		j->argv[nkept].data = p;
+		j->argv[nkept].len = strlen(note);
+		memcpy(p, note, strlen(note));
+		p += strlen(note);
+	}
+	j->argc = slots;
 	j->cwd.data = p;
-	j->cwd.len = req->cwd.len;
-	if (req->cwd.len)
-		memcpy(p, req->cwd.data, req->cwd.len);
+	j->cwd.len = cwd_len;
+	if (cwd_len)
+		memcpy(p, req->cwd.data, cwd_len);
 	return 0;
 }
 
