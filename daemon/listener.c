@@ -751,6 +751,7 @@ static int listener_init(struct listener *L)
 	L->launcher_reader = (struct frame_reader){
 		.max_payload = 64 * 1024,
 		.grow = frame_grow_heap,
+		.fds = L->launcher_fds,
 	};
 	L->control_reader = control_reader(L->control_fds);
 	L->listen_ev.fd = L->sig_ev.fd = L->launcher_ev.fd = L->control_ev.fd = -1;
@@ -795,6 +796,7 @@ int listener_main(struct listener *L, int death_note)
 	}
 	outq_clear(&L->launcher_out);
 	close_fd(&L->launcher.fd);
+	frame_reader_drop_fds(&L->launcher_reader);
 	free(L->launcher_reader.payload);
 	frame_reader_drop_fds(&L->control_reader);
 	free(L->control_reader.payload);

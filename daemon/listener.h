@@ -142,6 +142,7 @@ struct listener {
 	struct launcher_link launcher;
 	struct event_source launcher_ev;
 	struct frame_reader launcher_reader;
+	int launcher_fds[FRAME_MAX_FDS]; /* SpillOpened brings one */
 	struct outq launcher_out;
 
 	struct conn *conns;     /* newest first */

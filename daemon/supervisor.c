@@ -100,7 +100,7 @@ static int start_pair(struct supervisor *S, struct pair *p)
 	}
 	const int launcher_closes[] = {S->sock->fd, S->sock->lock_fd, note[0], note[1],
 				       control[0], control[1], -1};
-	int r = launcher_start(&link, launcher_closes);
+	int r = launcher_start(&link, S->cfg, launcher_closes);
 	if (r < 0) {
 		log_error("cannot start the launcher: %s", errno_text(r));
 		close_pair_fds(note, control);
