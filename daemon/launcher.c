@@ -1,6 +1,7 @@
 #include "launcher.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,8 +19,10 @@
 #include "launch.h"
 #include "launcher.pb-c.h"
 #include "log.h"
-#include "sandbox.h"
 #include "outq.h"
+#include "proctree.h"
+#include "sandbox.h"
+#include "spill.h"
 #include "util.h"
 
 /* Orders are the size of a request at most, plus a little framing. */
@@ -26,13 +30,23 @@
 
 struct launched {
 	uint64_t job;
-	pid_t pid;
+	pid_t pid; /* leader of its process group and of its session */
 	bool released;
+	/* An agent command: its whole session goes at Release, so it is
+	 * kept after its leader ends (exited) until then. */
+	bool command;
+	bool exited;
+	/* The program's stdin, when it is a pipe or FIFO: who else holds
+	 * it for writing says whether input may still come (CheckInput). */
+	bool stdin_fifo;
+	dev_t stdin_dev;
+	ino_t stdin_ino;
 	struct launched *next;
 };
 
 /* The launcher process's one context. */
 struct launcher {
+	const struct config *cfg; /* as it was when the launcher started */
 	int chan;
 	int sigfd;
 	struct launch_self self;
@@ -40,7 +54,6 @@ struct launcher {
 	struct frame_reader reader;
 	int fds[FRAME_MAX_FDS];
 	struct launched *jobs;
-	const struct config *cfg;
 	struct auditlog audit;
 };
 
@@ -50,7 +63,9 @@ static NORETURN void fatal(const char *what, int err)
 	_exit(1);
 }
 
-static void send_msg(struct launcher *L, const Toolrun__Launcher__FromLauncher *msg)
+/* Send one message, with fds attached (nfds of them, 0 or 1 here). */
+static void send_msg(struct launcher *L, const Toolrun__Launcher__FromLauncher *msg,
+		     const int *fds, unsigned nfds)
 {
 	uint8_t stack[256];
 	size_t len = frame_size(&msg->base);
@@ -58,8 +73,8 @@ static void send_msg(struct launcher *L, const Toolrun__Launcher__FromLauncher *
 
 	if (!buf)
 		fatal("send", ENOMEM);
-	frame_pack(&msg->base, 0, buf);
-	int r = frame_send(L->chan, buf, len, NULL, 0);
+	frame_pack(&msg->base, (uint16_t)nfds, buf);
+	int r = frame_send(L->chan, buf, len, fds, nfds);
 	if (buf != stack)
 		free(buf);
 	if (r < 0)
@@ -78,7 +93,7 @@ static void report_spawned(struct launcher *L, uint64_t job, pid_t pid,
 	s.step = step;
 	m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_SPAWNED;
 	m.spawned = &s;
-	send_msg(L, &m);
+	send_msg(L, &m, NULL, 0);
 }
 
 /* Copy protobuf bytes into NUL-terminated strings, NULL-terminated. */
@@ -112,6 +127,12 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 	 * broken or subverted, and the launcher will not guess. */
 	if (nfds != s->n_fds + 1)
 		fatal("order with a wrong number of fds", EPROTO);
+
+	struct stat in = {0};
+	bool in_fifo = false;
+	for (size_t i = 0; i < s->n_fds; i++)
+		if (s->fds[i] == 0)
+			in_fifo = fstat(fds[i + 1], &in) == 0 && S_ISFIFO(in.st_mode);
 
 	ProtobufCBinaryData exe = s->executable;
 	char **argv = strings(s->argv, s->n_argv);
@@ -217,6 +238,10 @@ out:
 		} else {
 			j->job = s->job;
 			j->pid = pid;
+			j->command = s->command;
+			j->stdin_fifo = in_fifo;
+			j->stdin_dev = in.st_dev;
+			j->stdin_ino = in.st_ino;
 			j->next = L->jobs;
 			L->jobs = j;
 		}
@@ -266,30 +291,110 @@ static void forget(struct launched **at)
 	free(j);
 }
 
+/* End what is left of a command's session: processes that left its
+ * process group (background jobs of a shell) or were started in it. */
+static void kill_session(const struct launched *j, int signo)
+{
+	int r = proctree_kill_session(j->pid, signo);
+	if (r < 0)
+		log_warn("cannot signal the session of job %" PRIu64 " (pid %d): %s", j->job,
+			 (int)j->pid, errno_text(r));
+}
+
+static void kill_job(struct launcher *L, const Toolrun__Launcher__Kill *k)
+{
+	struct launched *j = *find(L, k->job);
+
+	if (!j || k->signo <= 0 || k->signo >= NSIG)
+		return;
+	if (!j->exited)
+		kill(-j->pid, k->signo);
+	if (k->whole_session)
+		kill_session(j, k->signo);
+}
+
+static void release_job(struct launcher *L, uint64_t job)
+{
+	struct launched **at = find(L, job);
+	struct launched *j = *at;
+
+	if (!j)
+		return;
+	/* An agent command that ended leaves its background processes
+	 * running, as `docker exec` does: the agent may have started a
+	 * server for its next command. */
+	if (j->exited) {
+		forget(at);
+		return;
+	}
+	/* Still running: end its group (a command's whole session); reaped
+	 * without a report. */
+	if (j->command)
+		kill_session(j, SIGKILL);
+	kill(-j->pid, SIGKILL);
+	j->released = true;
+}
+
+static void check_input(struct launcher *L, uint64_t job)
+{
+	Toolrun__Launcher__InputState s = TOOLRUN__LAUNCHER__INPUT_STATE__INIT;
+	Toolrun__Launcher__FromLauncher m = TOOLRUN__LAUNCHER__FROM_LAUNCHER__INIT;
+	const struct launched *j = *find(L, job);
+
+	s.job = job;
+	/* The program leads its own session: what runs in it is the job,
+	 * not a producer of its input. */
+	s.producer_running = j && j->stdin_fifo &&
+			     proctree_pipe_has_writer(j->stdin_dev, j->stdin_ino, j->pid);
+	m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_INPUT_STATE;
+	m.input_state = &s;
+	send_msg(L, &m, NULL, 0);
+}
+
+static void open_spill(struct launcher *L, const Toolrun__Launcher__OpenSpill *o)
+{
+	Toolrun__Launcher__SpillOpened s = TOOLRUN__LAUNCHER__SPILL_OPENED__INIT;
+	Toolrun__Launcher__FromLauncher m = TOOLRUN__LAUNCHER__FROM_LAUNCHER__INIT;
+	char path[CONFIG_PATH_MAX + 320], reason[CONFIG_PATH_MAX + 160];
+	const char *stream = o->stream == TOOLRUN__STREAM__STREAM_STDOUT   ? "stdout"
+			     : o->stream == TOOLRUN__STREAM__STREAM_STDERR ? "stderr"
+									   : NULL;
+
+	if (!stream)
+		fatal("order to spill an unknown stream", EPROTO);
+	_cleanup_close_ int fd = spill_open(L->cfg, (uid_t)o->uid, o->job, stream, path,
+					    sizeof(path), reason, sizeof(reason));
+	s.job = o->job;
+	s.stream = o->stream;
+	s.path = fd >= 0 ? path : "";
+	s.error = fd >= 0 ? 0 : -fd;
+	s.reason = fd >= 0 ? "" : reason;
+	m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_SPILL_OPENED;
+	m.spill_opened = &s;
+	send_msg(L, &m, &fd, fd >= 0 ? 1 : 0);
+}
+
 static void dispatch(struct launcher *L, const Toolrun__Launcher__ToLauncher *m)
 {
-	struct launched **at;
-
 	switch (m->msg_case) {
 	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_SPAWN:
 		spawn(L, m->spawn, L->reader.fds, L->reader.nfds);
 		L->reader.nfds = 0; /* spawn() closed them */
 		return;
 	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_KILL:
-		at = find(L, m->kill->job);
-		if (*at && m->kill->signo > 0 && m->kill->signo < NSIG)
-			kill(-(*at)->pid, m->kill->signo);
+		kill_job(L, m->kill);
 		return;
 	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_AUDIT:
 		audit(L, m->audit);
 		return;
 	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_RELEASE:
-		at = find(L, m->release->job);
-		if (*at) {
-			/* Still running: end its group; reaped without a report. */
-			kill(-(*at)->pid, SIGKILL);
-			(*at)->released = true;
-		}
+		release_job(L, m->release->job);
+		return;
+	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_CHECK_INPUT:
+		check_input(L, m->check_input->job);
+		return;
+	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_OPEN_SPILL:
+		open_spill(L, m->open_spill);
 		return;
 	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG__NOT_SET:
 	default:
@@ -305,7 +410,7 @@ static void reap(struct launcher *L)
 		if (pid <= 0)
 			return;
 		struct launched **at = &L->jobs;
-		while (*at && (*at)->pid != pid)
+		while (*at && ((*at)->pid != pid || (*at)->exited))
 			at = &(*at)->next;
 		if (!*at)
 			continue; /* an orphan we adopted as subreaper */
@@ -321,16 +426,25 @@ static void reap(struct launcher *L)
 			e.wait_status = status;
 			m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_EXITED;
 			m.exited = &e;
-			send_msg(L, &m);
+			send_msg(L, &m, NULL, 0);
 		}
-		forget(at);
+		/* A command's session may outlive its leader (a background
+		 * job still writing): the listener's Release ends it. */
+		if ((*at)->command && !(*at)->released)
+			(*at)->exited = true;
+		else
+			forget(at);
 	}
 }
 
 static void shutdown_all(struct launcher *L)
 {
-	for (struct launched *j = L->jobs; j; j = j->next)
-		kill(-j->pid, SIGKILL);
+	for (struct launched *j = L->jobs; j; j = j->next) {
+		if (!j->exited)
+			kill(-j->pid, SIGKILL);
+		if (j->command)
+			kill_session(j, SIGKILL);
+	}
 	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
 		;
 }
@@ -428,7 +542,7 @@ int launcher_start(struct launcher_link *link, const struct config *cfg,
 		return -err;
 	}
 	if (pid == 0) {
-		struct launcher L = {.chan = sv[1], .sigfd = -1, .cfg = cfg};
+		struct launcher L = {.cfg = cfg, .chan = sv[1], .sigfd = -1};
 		close(sv[0]);
 		for (const int *fd = close_in_child; fd && *fd >= 0; fd++)
 			close(*fd);

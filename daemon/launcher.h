@@ -2,14 +2,17 @@
  * The launcher: toolrund's process that forks and executes programs.
  *
  * Peers:
- *   listener  ─ Spawn, Kill, Release, Audit ─►  launcher
- *   listener  ◄─ Spawned, Exited, AuditLogAt ──  launcher
+ *   listener  ─ Spawn, Kill, Release, CheckInput, OpenSpill, Audit ─►  launcher
+ *   listener  ◄─ Spawned, Exited, InputState, SpillOpened(+fd), AuditLogAt ─  launcher
  *
  * It is forked before the listener starts serving and does nothing on
  * its own initiative: it executes validated orders, reports how each
- * program ended, and kills what is left of a job's process group. It is
- * the subreaper of everything it starts. When the listener goes away it
- * kills every process group it started and exits.
+ * program ended, and kills what is left of a job's process group (of an
+ * agent command's whole session). It is the subreaper of everything it
+ * starts. It answers what the listener may not look up itself: whether a
+ * job's stdin still has a writer (/proc), and a new spill file (spill.h),
+ * whose fd it hands over. When the listener goes away it kills every
+ * process group it started and exits.
  */
 #ifndef TOOLRUN_LAUNCHER_H
 #define TOOLRUN_LAUNCHER_H
@@ -24,9 +27,9 @@ struct launcher_link {
 };
 
 /*
- * Fork the launcher. It keeps cfg as it is at the fork (the audit log's
- * keys). close_in_child lists fds (ending with -1) that the launcher must
- * not keep, such as the listening socket.
+ * Fork the launcher. It keeps its copy of cfg as it is at the fork (the
+ * audit log's and the spill keys). close_in_child lists fds (ending with
+ * -1) that the launcher must not keep, such as the listening socket.
  * Returns 0 or -errno.
  */
 int launcher_start(struct launcher_link *link, const struct config *cfg,

@@ -567,6 +567,40 @@ void launcher_send(struct listener *L, Toolrun__Launcher__ToLauncher *msg,
 	launcher_flush(L);
 }
 
+/* One message from the launcher; fd: the file SpillOpened carries, or -1
+ * (ours to close when nobody takes it). */
+static void listener_dispatch_launcher(struct listener *L,
+				       const Toolrun__Launcher__FromLauncher *m, int fd)
+{
+	switch (m->msg_case) {
+	case TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_SPAWNED:
+		job_on_spawned(L, m->spawned->job, m->spawned->pid, m->spawned->error,
+			       m->spawned->step);
+		break;
+	case TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_EXITED:
+		job_on_exited(L, m->exited->job, m->exited->wait_status);
+		break;
+	case TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_INPUT_STATE:
+		job_on_input_state(L, m->input_state->job, m->input_state->producer_running);
+		break;
+	case TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_SPILL_OPENED:
+		if (m->spill_opened->error && fd >= 0)
+			close_fd(&fd);
+		job_on_spill_opened(L, m->spill_opened->job, m->spill_opened->stream, fd,
+				    m->spill_opened->path, m->spill_opened->reason);
+		fd = -1;
+		break;
+	case TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_AUDIT_LOG_AT:
+		snprintf(L->audit_log, sizeof(L->audit_log), "%s", m->audit_log_at->path);
+		break;
+	case TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG__NOT_SET:
+	default:
+		break;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
 static void on_launcher(struct event_loop *loop, uint32_t events, void *data)
 {
 	struct listener *L = data;
@@ -588,6 +622,14 @@ static void on_launcher(struct event_loop *loop, uint32_t events, void *data)
 		}
 		Toolrun__Launcher__FromLauncher *m = toolrun__launcher__from_launcher__unpack(
 			NULL, L->launcher_reader.h.length, L->launcher_reader.payload);
+		/* SpillOpened carries the file: ours before the reader moves on
+		 * (it closes what is left). */
+		int fd = -1;
+		if (m && m->msg_case == TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_SPILL_OPENED &&
+		    L->launcher_reader.nfds == 1) {
+			fd = L->launcher_reader.fds[0];
+			L->launcher_reader.nfds = 0;
+		}
 		frame_reader_next(&L->launcher_reader);
 		if (!m) {
 			log_error("undecodable message from the launcher; stopping");
@@ -595,17 +637,7 @@ static void on_launcher(struct event_loop *loop, uint32_t events, void *data)
 			event_loop_stop(loop);
 			return;
 		}
-		if (m->msg_case == TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_SPAWNED)
-			job_on_spawned(L, m->spawned->job, m->spawned->pid,
-				       m->spawned->error, m->spawned->step);
-		else if (m->msg_case == TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_EXITED)
-			job_on_exited(L, m->exited->job, m->exited->wait_status);
-		else if (m->msg_case == TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_INPUT_STATE)
-			job_on_input_state(L, m->input_state->job,
-					   m->input_state->producer_running);
-		else if (m->msg_case == TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_AUDIT_LOG_AT)
-			snprintf(L->audit_log, sizeof(L->audit_log), "%s",
-				 m->audit_log_at->path);
+		listener_dispatch_launcher(L, m, fd);
 		toolrun__launcher__from_launcher__free_unpacked(m, NULL);
 	}
 }
@@ -758,6 +790,7 @@ static int listener_init(struct listener *L)
 	L->launcher_reader = (struct frame_reader){
 		.max_payload = 64 * 1024,
 		.grow = frame_grow_heap,
+		.fds = L->launcher_fds,
 	};
 	L->control_reader = control_reader(L->control_fds);
 	L->listen_ev.fd = L->sig_ev.fd = L->launcher_ev.fd = L->control_ev.fd = -1;
@@ -802,6 +835,7 @@ int listener_main(struct listener *L, int death_note)
 	}
 	outq_clear(&L->launcher_out);
 	close_fd(&L->launcher.fd);
+	frame_reader_drop_fds(&L->launcher_reader);
 	free(L->launcher_reader.payload);
 	frame_reader_drop_fds(&L->control_reader);
 	free(L->control_reader.payload);

@@ -169,6 +169,7 @@ struct listener {
 	struct launcher_link launcher;
 	struct event_source launcher_ev;
 	struct frame_reader launcher_reader;
+	int launcher_fds[FRAME_MAX_FDS]; /* SpillOpened brings one */
 	struct outq launcher_out;
 	char audit_log[CONFIG_PATH_MAX]; /* the launcher's (AuditLogAt); "": none */
 

@@ -219,7 +219,7 @@ static void reload_summary(char *buf, size_t len, const struct config *old,
 	int n = snprintf(buf, len, "%s: %u tools (was %u), truncate=%s", cfg->file,
 			 cfg->ntools, old->ntools,
 			 cfg->truncate == TRUNCATE_SINK ? "sink" : "always");
-	const char *fixed[4];
+	const char *fixed[6];
 	unsigned nfixed = 0;
 
 	if (strcmp(cfg->socket, old->socket) != 0 ||
@@ -232,6 +232,15 @@ static void reload_summary(char *buf, size_t len, const struct config *old,
 	    (cfg->allow_uids_len &&
 	     strcmp(config_text(cfg, cfg->allow_uids), config_text(old, old->allow_uids)) != 0))
 		fixed[nfixed++] = "allow_uids";
+	/* The launcher keeps the config it was started with. */
+	if (strcmp(cfg->audit_log, old->audit_log) != 0 ||
+	    cfg->audit_max_bytes != old->audit_max_bytes || cfg->audit_keep != old->audit_keep)
+		fixed[nfixed++] = "audit_*";
+	if (strcmp(cfg->spill_dir, old->spill_dir) != 0 ||
+	    cfg->spill_max_bytes != old->spill_max_bytes ||
+	    cfg->spill_total_bytes != old->spill_total_bytes ||
+	    cfg->spill_expire_s != old->spill_expire_s)
+		fixed[nfixed++] = "spill_*";
 	for (unsigned i = 0; i < nfixed && n > 0 && (size_t)n < len; i++)
 		n += snprintf(buf + n, len - (size_t)n, "%s%s",
 			      i ? ", " : "; restart toolrund to apply ", fixed[i]);
@@ -241,7 +250,8 @@ static void reload_summary(char *buf, size_t len, const struct config *old,
  * Read the config file again (SIGHUP, or a client's Reload through the
  * listener). A valid file becomes the config of every new request; an
  * invalid one is refused with its FILE:LINE reason and the old one stays.
- * socket, user and allow_uids keep their running values until a restart.
+ * socket, user, allow_uids, audit_* and spill_* keep their running values
+ * until a restart.
  */
 static void reload(struct supervisor *S, struct pair *p)
 {

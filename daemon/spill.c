@@ -1,0 +1,353 @@
+#include "spill.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+/* Names tried for one file before giving up: the plain one, then -1, -2,
+ * ... (several spills of one job and stream within a second). */
+#define SPILL_TRIES 100
+
+#define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/* Where spill_dir is, for messages and paths: without trailing slashes. */
+struct root {
+	const char *dir;
+	int len;
+	int fd;
+};
+
+/* A file met while cleaning up, by age. */
+struct spilled {
+	char uid[16];
+	char name[256];
+	struct timespec mtime;
+	uint64_t size;
+};
+
+/* Say what failed and why: "<what>: <errno text>". Returns -err. */
+__attribute__((format(printf, 4, 5)))
+static int fail(char *reason, size_t reason_len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vsnprintf(reason, reason_len, fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < reason_len)
+		snprintf(reason + n, reason_len - (size_t)n, ": %s", errno_text(err));
+	return -err;
+}
+
+/* Say what is wrong in words of our own. Returns -err. */
+__attribute__((format(printf, 4, 5)))
+static int refuse(char *reason, size_t reason_len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, reason_len, fmt, ap);
+	va_end(ap);
+	return -err;
+}
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/* Open dir/name (or name, from AT_FDCWD) as a directory without
+ * following a link; say which it was when it is not one. */
+static int open_dir(int at, const char *name, const char *what, int what_len,
+		    const char *sub, char *reason, size_t reason_len)
+{
+	int fd = openat(at, name, DIR_FLAGS);
+	if (fd >= 0)
+		return fd;
+	int err = errno;
+	struct stat st;
+	if ((err == ENOTDIR || err == ELOOP) && fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return S_ISLNK(st.st_mode)
+			? refuse(reason, reason_len, ELOOP, "spill_dir %.*s%s: is a symbolic link",
+				 what_len, what, sub)
+			: refuse(reason, reason_len, ENOTDIR, "spill_dir %.*s%s: is not a directory",
+				 what_len, what, sub);
+	return fail(reason, reason_len, err, "spill_dir %.*s%s", what_len, what, sub);
+}
+
+/* spill_dir itself: made 0755 if missing; otherwise a directory of ours
+ * (or root's) that nobody else may write to, since whoever can rename
+ * entries in it could swap a user's directory for another. */
+static int open_root(struct root *r, const char *dir, char *reason, size_t reason_len)
+{
+	struct stat st;
+	bool made = false;
+
+	r->dir = dir;
+	r->len = (int)strlen(dir);
+	while (r->len > 1 && dir[r->len - 1] == '/')
+		r->len--;
+	if (mkdir(dir, 0755) == 0)
+		made = true;
+	else if (errno != EEXIST)
+		return fail(reason, reason_len, errno, "spill_dir %.*s", r->len, dir);
+	r->fd = open_dir(AT_FDCWD, dir, dir, r->len, "", reason, reason_len);
+	if (r->fd < 0)
+		return r->fd;
+	/* Users reach their own directory through it, whatever our umask. */
+	if (made && fchmod(r->fd, 0755) < 0)
+		return fail(reason, reason_len, errno, "spill_dir %.*s", r->len, dir);
+	if (fstat(r->fd, &st) < 0)
+		return fail(reason, reason_len, errno, "spill_dir %.*s", r->len, dir);
+	uid_t self = geteuid();
+	if (st.st_uid != self && st.st_uid != 0)
+		return refuse(reason, reason_len, EPERM,
+			    "spill_dir %.*s: owned by uid %u, neither toolrund's (%u) nor root's",
+			    r->len, dir, (unsigned)st.st_uid, (unsigned)self);
+	if (st.st_mode & 022)
+		return refuse(reason, reason_len, EPERM,
+			    "spill_dir %.*s: mode %04o lets other users write to it",
+			    r->len, dir, (unsigned)(st.st_mode & 07777));
+	return 0;
+}
+
+/* <spill_dir>/<uid>: made 0700 and given to uid if missing; otherwise it
+ * must be uid's and closed to everyone else. */
+static int open_uid_dir(const struct root *r, uid_t uid, char *reason, size_t reason_len)
+{
+	char name[16], sub[20];
+	struct stat st;
+	bool made = false;
+	uid_t self = geteuid();
+
+	snprintf(name, sizeof(name), "%u", (unsigned)uid);
+	snprintf(sub, sizeof(sub), "/%s", name);
+	/* Only root can give a file away; a file of ours in the user's name
+	 * could be read by everyone who runs through this daemon. */
+	if (self != 0 && uid != self)
+		return refuse(reason, reason_len, EPERM,
+			    "spill_dir %.*s%s: the file could not be given to uid %u (toolrund runs as uid %u, not root)",
+			    r->len, r->dir, sub, (unsigned)uid, (unsigned)self);
+	if (mkdirat(r->fd, name, 0700) == 0)
+		made = true;
+	else if (errno != EEXIST)
+		return fail(reason, reason_len, errno, "spill_dir %.*s%s", r->len, r->dir, sub);
+	int fd = open_dir(r->fd, name, r->dir, r->len, sub, reason, reason_len);
+	if (fd < 0)
+		return fd;
+	if (made && (fchmod(fd, 0700) < 0 || (uid != self && fchown(fd, uid, (gid_t)-1) < 0))) {
+		int err = errno;
+		close(fd);
+		unlinkat(r->fd, name, AT_REMOVEDIR);
+		return fail(reason, reason_len, err, "spill_dir %.*s%s: cannot give it to uid %u",
+			    r->len, r->dir, sub, (unsigned)uid);
+	}
+	int err = 0;
+	if (fstat(fd, &st) < 0)
+		err = fail(reason, reason_len, errno, "spill_dir %.*s%s", r->len, r->dir, sub);
+	else if (st.st_uid != uid)
+		err = refuse(reason, reason_len, EPERM, "spill_dir %.*s%s: owned by uid %u, not by uid %u",
+			   r->len, r->dir, sub, (unsigned)st.st_uid, (unsigned)uid);
+	else if (st.st_mode & 077)
+		err = refuse(reason, reason_len, EPERM,
+			   "spill_dir %.*s%s: mode %04o lets other users in (0700 wanted)",
+			   r->len, r->dir, sub, (unsigned)(st.st_mode & 07777));
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static int older_first(const void *a, const void *b)
+{
+	const struct spilled *x = a, *y = b;
+
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+		return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static bool unlink_in(const struct root *r, const char *uid, const char *name)
+{
+	int fd = openat(r->fd, uid, DIR_FLAGS);
+	if (fd < 0)
+		return false;
+	bool gone = unlinkat(fd, name, 0) == 0 || errno == ENOENT;
+	close(fd);
+	return gone;
+}
+
+/* List the regular files of one uid's directory, deleting expired ones
+ * on the way. Returns false when out of memory. */
+static bool sweep_uid_dir(const struct root *r, const char *uid, time_t expired,
+			  struct spilled **v, size_t *n, size_t *cap)
+{
+	int fd = openat(r->fd, uid, DIR_FLAGS);
+	if (fd < 0)
+		return true;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return true;
+	}
+	bool ok = true;
+	struct dirent *e;
+	while (ok && (e = readdir(d))) {
+		struct stat st;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode) || strlen(e->d_name) >= sizeof((*v)->name))
+			continue;
+		if (st.st_mtim.tv_sec < expired) {
+			unlinkat(dirfd(d), e->d_name, 0);
+			continue;
+		}
+		if (*n == *cap) {
+			size_t grown = *cap ? 2 * *cap : 64;
+			struct spilled *w = realloc(*v, grown * sizeof(**v));
+			if (!w) {
+				ok = false;
+				break;
+			}
+			*v = w;
+			*cap = grown;
+		}
+		struct spilled *s = &(*v)[(*n)++];
+		snprintf(s->uid, sizeof(s->uid), "%s", uid);
+		snprintf(s->name, sizeof(s->name), "%s", e->d_name);
+		s->mtime = st.st_mtim;
+		s->size = (uint64_t)st.st_size;
+	}
+	closedir(d);
+	return ok;
+}
+
+/* Expiry, then the total: best effort, since the new file is what the
+ * caller waits for and a full disk fails its own way. */
+static void clean_up(const struct root *r, const struct config *cfg, time_t now)
+{
+	int scan = dup(r->fd);
+	DIR *d = scan >= 0 ? fdopendir(scan) : NULL;
+	if (!d) {
+		if (scan >= 0)
+			close(scan);
+		return;
+	}
+	time_t expired = now - (time_t)cfg->spill_expire_s;
+	struct spilled *v = NULL;
+	size_t n = 0, cap = 0;
+	bool ok = true;
+	struct dirent *e;
+	while (ok && (e = readdir(d)))
+		if (all_digits(e->d_name) && strlen(e->d_name) < sizeof(v->uid))
+			ok = sweep_uid_dir(r, e->d_name, expired, &v, &n, &cap);
+	closedir(d);
+
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += v[i].size;
+	/* Leave room for one more file of the largest size allowed. */
+	uint64_t keep = cfg->spill_total_bytes > cfg->spill_max_bytes
+				? cfg->spill_total_bytes - cfg->spill_max_bytes
+				: 0;
+	if (ok && total > 0 && total >= keep) {
+		qsort(v, n, sizeof(*v), older_first);
+		for (size_t i = 0; i < n && total > 0 && total >= keep; i++)
+			if (unlink_in(r, v[i].uid, v[i].name))
+				total -= v[i].size;
+	}
+	free(v);
+}
+
+/* A new file in the uid's directory: <UTC time>-<job>-<stream>[-N].log. */
+static int create_file(int dir, const struct root *r, uid_t uid, uint64_t job,
+		       const char *stream, time_t now, char *name, size_t name_len,
+		       char *reason, size_t reason_len)
+{
+	char stamp[32];
+	struct tm tm;
+
+	if (!gmtime_r(&now, &tm) || strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm) == 0)
+		return fail(reason, reason_len, EOVERFLOW, "spill file time");
+	int fd = -1;
+	for (int k = 0; k < SPILL_TRIES && fd < 0; k++) {
+		if (k == 0)
+			snprintf(name, name_len, "%s-%" PRIu64 "-%s.log", stamp, job, stream);
+		else
+			snprintf(name, name_len, "%s-%" PRIu64 "-%s-%d.log", stamp, job, stream, k);
+		fd = openat(dir, name,
+			    O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+			    0600);
+		if (fd < 0 && errno != EEXIST)
+			return fail(reason, reason_len, errno, "spill file %.*s/%u/%s", r->len,
+				    r->dir, (unsigned)uid, name);
+	}
+	if (fd < 0)
+		return fail(reason, reason_len, EEXIST, "spill file %.*s/%u/%s", r->len, r->dir,
+			    (unsigned)uid, name);
+	if (fchmod(fd, 0600) < 0 || (uid != geteuid() && fchown(fd, uid, (gid_t)-1) < 0)) {
+		int err = errno;
+		close(fd);
+		unlinkat(dir, name, 0);
+		return fail(reason, reason_len, err, "spill file %.*s/%u/%s: cannot give it to uid %u",
+			    r->len, r->dir, (unsigned)uid, name, (unsigned)uid);
+	}
+	return fd;
+}
+
+int spill_open(const struct config *cfg, uid_t uid, uint64_t job, const char *stream,
+	       char *path, size_t path_len, char *reason, size_t reason_len)
+{
+	struct root r = {.fd = -1};
+	char name[256];
+
+	if (path_len)
+		path[0] = '\0';
+	if (reason_len)
+		reason[0] = '\0';
+	if (!cfg->spill_dir[0])
+		return refuse(reason, reason_len, ENOENT, "no spill_dir is set");
+	if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
+		return refuse(reason, reason_len, EINVAL, "no spill stream named %s", stream);
+
+	int rc = open_root(&r, cfg->spill_dir, reason, reason_len);
+	if (rc < 0) {
+		close_fd(&r.fd);
+		return rc;
+	}
+	_cleanup_close_ int root_fd = r.fd;
+	_cleanup_close_ int dir = open_uid_dir(&r, uid, reason, reason_len);
+	if (dir < 0)
+		return dir;
+	time_t now = time(NULL);
+	clean_up(&r, cfg, now);
+	int fd = create_file(dir, &r, uid, job, stream, now, name, sizeof(name), reason,
+			     reason_len);
+	if (fd < 0)
+		return fd;
+	int n = snprintf(path, path_len, "%.*s/%u/%s", r.len, r.dir, (unsigned)uid, name);
+	if (n < 0 || (size_t)n >= path_len) {
+		close(fd);
+		unlinkat(dir, name, 0);
+		return fail(reason, reason_len, ENAMETOOLONG, "spill file %.*s/%u/%s", r.len,
+			    r.dir, (unsigned)uid, name);
+	}
+	return fd;
+}

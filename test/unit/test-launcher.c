@@ -1,0 +1,398 @@
+/*
+ * The launcher driven over its socketpair, as the listener drives it:
+ * Spawn, CheckInput, Kill with whole_session, Release of an agent
+ * command whose leader is gone, and OpenSpill with its fd.
+ *
+ * The program it runs is this test itself in helper mode: it starts a
+ * child in a process group of its own (a shell's background job), prints
+ * that child's pid, and waits or exits. The helper's stdout is a pipe to
+ * the test: end of file on it means every process holding it is gone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "frame.h"
+#include "launcher.h"
+#include "launcher.pb-c.h"
+#include "outq.h"
+#include "util.h"
+
+/* ───────────────────────── helper mode ───────────────────────── */
+
+static NORETURN void helper(const char *then)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		_exit(1);
+	if (pid == 0) {
+		setpgid(0, 0);
+		for (;;)
+			pause();
+	}
+	setpgid(pid, pid); /* done by the time the pid is printed */
+	printf("%d\n", (int)pid);
+	fflush(stdout);
+	if (strcmp(then, "exit") == 0)
+		_exit(0);
+	for (;;)
+		pause();
+}
+
+/* ───────────────────────── the channel ───────────────────────── */
+
+struct env {
+	struct config cfg;
+	struct launcher_link link;
+	struct frame_reader reader;
+	int fds[FRAME_MAX_FDS];
+	char self[PATH_MAX];
+	char base[64];
+};
+
+static void send_order(struct env *e, Toolrun__Launcher__ToLauncher *m, const int *fds,
+		       unsigned nfds)
+{
+	size_t len = frame_size(&m->base);
+	uint8_t *buf = malloc(len);
+	assert_non_null(buf);
+	frame_pack(&m->base, (uint16_t)nfds, buf);
+	assert_int_equal(frame_send(e->link.fd, buf, len, fds, nfds), 0);
+	free(buf);
+}
+
+/* The next message; *fd gets its one attached fd, or -1. */
+static Toolrun__Launcher__FromLauncher *receive(struct env *e, int *fd)
+{
+	int r;
+	while ((r = frame_reader_read(&e->reader, e->link.fd)) == FRAME_READ_AGAIN)
+		;
+	assert_int_equal(r, FRAME_READ_READY);
+	Toolrun__Launcher__FromLauncher *m = toolrun__launcher__from_launcher__unpack(
+		NULL, e->reader.h.length, e->reader.payload);
+	assert_non_null(m);
+	assert_true(e->reader.nfds <= 1);
+	*fd = e->reader.nfds ? e->reader.fds[0] : -1;
+	e->reader.nfds = 0;
+	frame_reader_next(&e->reader);
+	return m;
+}
+
+static Toolrun__Launcher__FromLauncher *expect(struct env *e,
+					       Toolrun__Launcher__FromLauncher__MsgCase c)
+{
+	int fd;
+	Toolrun__Launcher__FromLauncher *m = receive(e, &fd);
+	assert_int_equal(m->msg_case, c);
+	assert_int_equal(fd, -1);
+	return m;
+}
+
+#define BIN(s) ((ProtobufCBinaryData){strlen(s), (uint8_t *)(s)})
+
+/* Run the helper as job `job`; *out is the read end of its stdout,
+ * *in the write end of its stdin. Returns its pid. */
+static pid_t spawn_helper(struct env *e, uint64_t job, const char *then, bool command,
+			  int *in, int *out)
+{
+	Toolrun__Launcher__Spawn s = TOOLRUN__LAUNCHER__SPAWN__INIT;
+	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
+	ProtobufCBinaryData argv[3] = {BIN(e->self), BIN("helper"), BIN((char *)then)};
+	uint32_t targets[2] = {0, 1};
+	int inp[2], outp[2];
+
+	assert_int_equal(pipe2(inp, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(outp, O_CLOEXEC), 0);
+	int cwd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(cwd >= 0);
+	int fds[3] = {cwd, inp[0], outp[1]};
+
+	s.job = job;
+	s.executable = BIN(e->self);
+	s.n_argv = 3;
+	s.argv = argv;
+	s.n_fds = 2;
+	s.fds = targets;
+	s.tool = "helper";
+	s.command = command;
+	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_SPAWN;
+	m.spawn = &s;
+	send_order(e, &m, fds, 3);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+
+	Toolrun__Launcher__FromLauncher *r = expect(e, TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_SPAWNED);
+	assert_int_equal(r->spawned->job, job);
+	assert_int_equal(r->spawned->error, 0);
+	pid_t pid = r->spawned->pid;
+	assert_true(pid > 0);
+	toolrun__launcher__from_launcher__free_unpacked(r, NULL);
+	*in = inp[1];
+	*out = outp[0];
+	return pid;
+}
+
+static pid_t read_pid(int fd)
+{
+	char line[32];
+	size_t have = 0;
+	while (have < sizeof(line) - 1) {
+		ssize_t n = read(fd, line + have, 1);
+		assert_true(n == 1);
+		if (line[have++] == '\n')
+			break;
+	}
+	line[have] = '\0';
+	return (pid_t)atoi(line);
+}
+
+static void wait_for_eof(int fd)
+{
+	char buf[64];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) != 0)
+		assert_true(n > 0 || errno == EINTR);
+}
+
+static bool check_input(struct env *e, uint64_t job)
+{
+	Toolrun__Launcher__CheckInput c = TOOLRUN__LAUNCHER__CHECK_INPUT__INIT;
+	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
+
+	c.job = job;
+	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_CHECK_INPUT;
+	m.check_input = &c;
+	send_order(e, &m, NULL, 0);
+	Toolrun__Launcher__FromLauncher *r = expect(e, TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_INPUT_STATE);
+	assert_int_equal(r->input_state->job, job);
+	bool running = r->input_state->producer_running;
+	toolrun__launcher__from_launcher__free_unpacked(r, NULL);
+	return running;
+}
+
+static void kill_job(struct env *e, uint64_t job, int signo, bool whole_session)
+{
+	Toolrun__Launcher__Kill k = TOOLRUN__LAUNCHER__KILL__INIT;
+	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
+
+	k.job = job;
+	k.signo = signo;
+	k.whole_session = whole_session;
+	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_KILL;
+	m.kill = &k;
+	send_order(e, &m, NULL, 0);
+}
+
+static void release(struct env *e, uint64_t job)
+{
+	Toolrun__Launcher__Release rl = TOOLRUN__LAUNCHER__RELEASE__INIT;
+	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
+
+	rl.job = job;
+	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_RELEASE;
+	m.release = &rl;
+	send_order(e, &m, NULL, 0);
+}
+
+static int expect_exited(struct env *e, uint64_t job)
+{
+	Toolrun__Launcher__FromLauncher *r = expect(e, TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_EXITED);
+	assert_int_equal(r->exited->job, job);
+	int status = r->exited->wait_status;
+	toolrun__launcher__from_launcher__free_unpacked(r, NULL);
+	return status;
+}
+
+static char self_path[PATH_MAX];
+
+static int setup(void **state)
+{
+	struct env *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -1;
+	snprintf(e->self, sizeof(e->self), "%s", self_path);
+	config_init(&e->cfg, "test");
+	snprintf(e->base, sizeof(e->base), "/tmp/test-launcher-XXXXXX");
+	if (!mkdtemp(e->base))
+		return -1;
+	snprintf(e->cfg.spill_dir, sizeof(e->cfg.spill_dir), "%s/spill", e->base);
+	if (launcher_start(&e->link, &e->cfg, NULL) < 0)
+		return -1;
+	e->reader = (struct frame_reader){
+		.max_payload = 64 * 1024,
+		.grow = frame_grow_heap,
+		.fds = e->fds,
+	};
+	*state = e;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct env *e = *state;
+	char cmd[128];
+	int status;
+
+	/* End of file: the launcher kills what is left and exits. */
+	close(e->link.fd);
+	if (waitpid(e->link.pid, &status, 0) != e->link.pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		return -1;
+	frame_reader_drop_fds(&e->reader);
+	free(e->reader.payload);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->base);
+	int r = system(cmd);
+	free(e);
+	return r == 0 ? 0 : -1;
+}
+
+/* ───────────────────────── tests ───────────────────────── */
+
+static void test_check_input_sees_the_writer_of_stdin(void **state)
+{
+	struct env *e = *state;
+	int in, out;
+
+	pid_t pid = spawn_helper(e, 1, "wait", false, &in, &out);
+	read_pid(out);
+	/* We hold the write end of its stdin and are outside its session. */
+	assert_true(check_input(e, 1));
+	close(in);
+	assert_false(check_input(e, 1));
+	/* A job the launcher does not know has no producer. */
+	assert_false(check_input(e, 77));
+
+	/* Its background child too, or the launcher would wait for it. */
+	kill_job(e, 1, SIGKILL, true);
+	wait_for_eof(out);
+	int status = expect_exited(e, 1);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	release(e, 1);
+	close(out);
+	(void)pid;
+}
+
+static void test_kill_whole_session_reaches_other_process_groups(void **state)
+{
+	struct env *e = *state;
+	int in, out;
+
+	pid_t pid = spawn_helper(e, 2, "wait", true, &in, &out);
+	pid_t bg = read_pid(out);
+	assert_int_equal(getsid(bg), pid);
+	assert_int_equal(getpgid(bg), bg);
+
+	kill_job(e, 2, SIGKILL, true);
+	/* Both held the pipe: end of file once both are gone. */
+	wait_for_eof(out);
+	int status = expect_exited(e, 2);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	release(e, 2);
+	close(in);
+	close(out);
+}
+
+static void test_a_command_that_ended_leaves_its_background_running(void **state)
+{
+	struct env *e = *state;
+	int in, out;
+
+	pid_t pid = spawn_helper(e, 3, "exit", true, &in, &out);
+	pid_t bg = read_pid(out);
+	assert_int_equal(getsid(bg), pid);
+	int status = expect_exited(e, 3);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* The background job outlived its leader; the launcher remembers
+	 * the command until it is released. */
+	assert_true(check_input(e, 3));
+	release(e, 3);
+	/* Forgotten now, and its background job still runs, as after
+	 * `docker exec`: it may be a server the agent started. */
+	assert_false(check_input(e, 3));
+	assert_int_equal(kill(bg, 0), 0);
+	kill(bg, SIGKILL);
+	wait_for_eof(out);
+	close(in);
+	close(out);
+}
+
+static void test_open_spill_hands_over_the_file(void **state)
+{
+	struct env *e = *state;
+	Toolrun__Launcher__OpenSpill o = TOOLRUN__LAUNCHER__OPEN_SPILL__INIT;
+	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
+	struct stat by_fd, by_path;
+	int fd;
+
+	o.job = 9;
+	o.stream = TOOLRUN__STREAM__STREAM_STDERR;
+	o.uid = (uint32_t)geteuid();
+	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_OPEN_SPILL;
+	m.open_spill = &o;
+	send_order(e, &m, NULL, 0);
+	Toolrun__Launcher__FromLauncher *r = receive(e, &fd);
+	assert_int_equal(r->msg_case, TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_SPILL_OPENED);
+	assert_int_equal(r->spill_opened->job, 9);
+	assert_int_equal(r->spill_opened->stream, TOOLRUN__STREAM__STREAM_STDERR);
+	assert_int_equal(r->spill_opened->error, 0);
+	assert_string_equal(r->spill_opened->reason, "");
+	assert_true(fd >= 0);
+	assert_non_null(strstr(r->spill_opened->path, "-9-stderr.log"));
+	assert_int_equal(fstat(fd, &by_fd), 0);
+	assert_int_equal(stat(r->spill_opened->path, &by_path), 0);
+	assert_int_equal(by_fd.st_ino, by_path.st_ino);
+	assert_int_equal(write(fd, "spilled\n", 8), 8);
+	close(fd);
+	toolrun__launcher__from_launcher__free_unpacked(r, NULL);
+
+	/* spill_dir replaced by a link: refused, no fd. */
+	char moved[128];
+	snprintf(moved, sizeof(moved), "%s/moved", e->base);
+	assert_int_equal(rename(e->cfg.spill_dir, moved), 0);
+	assert_int_equal(symlink(moved, e->cfg.spill_dir), 0);
+	send_order(e, &m, NULL, 0);
+	r = receive(e, &fd);
+	assert_int_equal(r->msg_case, TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_SPILL_OPENED);
+	assert_int_equal(fd, -1);
+	assert_int_equal(r->spill_opened->error, ELOOP);
+	assert_string_equal(r->spill_opened->path, "");
+	assert_non_null(strstr(r->spill_opened->reason, "is a symbolic link"));
+	toolrun__launcher__from_launcher__free_unpacked(r, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "helper") == 0)
+		helper(argv[2]);
+
+	ssize_t n = readlink("/proc/self/exe", self_path, sizeof(self_path) - 1);
+	if (n <= 0)
+		return 1;
+	self_path[n] = '\0';
+	/* A write to a closed channel is an error, not a signal. */
+	signal(SIGPIPE, SIG_IGN);
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_check_input_sees_the_writer_of_stdin),
+		T(test_kill_whole_session_reaches_other_process_groups),
+		T(test_a_command_that_ended_leaves_its_background_running),
+		T(test_open_spill_hands_over_the_file),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,360 @@
+/*
+ * Unit tests for daemon/proctree.c, with real processes: killing a
+ * session wherever its process groups are, and finding who still holds
+ * a pipe or FIFO open for writing.
+ *
+ * The test process is a subreaper, so that grandchildren left behind by
+ * a killed child come back to it and can be waited for. Every child
+ * says when it is ready through a pipe and ends when its hold pipe
+ * closes: the tests wait for events, never for time.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "proctree.h"
+
+/* ───────────────────────── helpers ───────────────────────── */
+
+/* A child process: it reports pids through `ready` and lives until
+ * `hold` is closed (or it is killed). */
+struct child {
+	pid_t pid;
+	int ready; /* read end */
+	int hold;  /* write end: close it to end the child */
+};
+
+/* What a child does before it says it is ready. It may close or open
+ * fds; it returns the pid it reports (its own, or a grandchild's). */
+typedef pid_t (*child_setup)(void *arg);
+
+/* Our ends of every live child's pipes: a child started later must not
+ * keep them, or an earlier child would never see its hold pipe close. */
+static int parent_fds[64];
+static unsigned nparent_fds;
+
+static void forget_parent_fd(int fd)
+{
+	for (unsigned i = 0; i < nparent_fds; i++)
+		if (parent_fds[i] == fd)
+			parent_fds[i] = parent_fds[--nparent_fds];
+	close(fd);
+}
+
+static void wait_for_eof(int fd)
+{
+	char c;
+	while (read(fd, &c, 1) > 0 || errno == EINTR)
+		;
+}
+
+static struct child start_child(child_setup setup, void *arg, const int *close_fds)
+{
+	int ready[2], hold[2];
+	struct child c;
+
+	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(hold, O_CLOEXEC), 0);
+	c.pid = fork();
+	assert_true(c.pid >= 0);
+	if (c.pid == 0) {
+		close(ready[0]);
+		close(hold[1]);
+		for (unsigned i = 0; i < nparent_fds; i++)
+			close(parent_fds[i]);
+		for (const int *fd = close_fds; fd && *fd >= 0; fd++)
+			close(*fd);
+		pid_t report = setup ? setup(arg) : getpid();
+		if (write(ready[1], &report, sizeof(report)) != sizeof(report))
+			_exit(1);
+		wait_for_eof(hold[0]);
+		_exit(0);
+	}
+	close(ready[1]);
+	close(hold[0]);
+	c.ready = ready[0];
+	c.hold = hold[1];
+	assert_true(nparent_fds + 2 <= sizeof(parent_fds) / sizeof(parent_fds[0]));
+	parent_fds[nparent_fds++] = c.ready;
+	parent_fds[nparent_fds++] = c.hold;
+	return c;
+}
+
+/* The pid the child reported once ready. */
+static pid_t child_ready(struct child *c)
+{
+	pid_t pid;
+	assert_int_equal(read(c->ready, &pid, sizeof(pid)), sizeof(pid));
+	return pid;
+}
+
+/* Let the child end and reap it; returns its wait status. */
+static int end_child(struct child *c)
+{
+	int status;
+	forget_parent_fd(c->hold);
+	forget_parent_fd(c->ready);
+	assert_int_equal(waitpid(c->pid, &status, 0), c->pid);
+	return status;
+}
+
+/* Whether pid is alive and not a zombie. */
+static bool alive(pid_t pid)
+{
+	char path[64], line[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	bool ok = fgets(line, sizeof(line), f) != NULL;
+	fclose(f);
+	const char *p = ok ? strrchr(line, ')') : NULL;
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* ───────────────────────── session kill ───────────────────────── */
+
+static pid_t new_session(void *arg)
+{
+	(void)arg;
+	setsid();
+	return getpid();
+}
+
+/* In a new session: a child that moves to its own process group, as a
+ * shell's background job does; reports that child's pid. */
+static pid_t session_with_other_group(void *arg)
+{
+	int ready[2];
+	(void)arg;
+
+	setsid();
+	if (pipe(ready) < 0)
+		_exit(1);
+	pid_t pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		close(ready[0]);
+		close(ready[1]); /* ready: in its own group */
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	wait_for_eof(ready[0]);
+	return pid;
+}
+
+static void test_session_kill_reaches_other_process_groups(void **state)
+{
+	(void)state;
+	struct child leader = start_child(session_with_other_group, NULL, NULL);
+	pid_t member = child_ready(&leader);
+	/* A process in a session of its own, started from ours. */
+	struct child other = start_child(new_session, NULL, NULL);
+	pid_t outsider = child_ready(&other);
+
+	assert_int_equal(getsid(member), leader.pid);
+	assert_int_not_equal(getpgid(member), leader.pid);
+
+	assert_int_equal(proctree_kill_session(leader.pid, SIGTERM), 2);
+
+	int status = end_child(&leader);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGTERM);
+	/* The member came back to us (subreaper) when its parent died. */
+	assert_int_equal(waitpid(member, &status, 0), member);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGTERM);
+
+	assert_true(alive(outsider));
+	status = end_child(&other);
+	assert_true(WIFEXITED(status));
+}
+
+static void test_session_kill_with_sigkill_ends_the_whole_tree(void **state)
+{
+	(void)state;
+	struct child leader = start_child(session_with_other_group, NULL, NULL);
+	pid_t member = child_ready(&leader);
+	int status;
+
+	assert_int_equal(proctree_kill_session(leader.pid, SIGKILL), 2);
+	status = end_child(&leader);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	assert_int_equal(waitpid(member, &status, 0), member);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	/* Nothing is left of it. */
+	assert_int_equal(proctree_kill_session(leader.pid, SIGKILL), 0);
+}
+
+static void test_session_kill_never_signals_the_caller(void **state)
+{
+	(void)state;
+	/* Our own session: everything but us would be signalled, so ask
+	 * with signal 0, which only checks. */
+	assert_true(proctree_kill_session(getsid(0), 0) >= 0);
+	assert_int_equal(proctree_kill_session(0, SIGKILL), -EINVAL);
+	assert_int_equal(proctree_kill_session(-1, SIGKILL), -EINVAL);
+}
+
+/* ───────────────────────── pipe writers ───────────────────────── */
+
+struct pipe_setup {
+	int keep;     /* the end this child keeps open, or -1 */
+	int drop;     /* the end it closes, or -1 */
+	bool setsid;
+	const char *fifo; /* instead: open this FIFO with fifo_flags */
+	int fifo_flags;
+};
+
+static pid_t pipe_child(void *arg)
+{
+	const struct pipe_setup *s = arg;
+	if (s->setsid)
+		setsid();
+	if (s->drop >= 0)
+		close(s->drop);
+	if (s->fifo && open(s->fifo, s->fifo_flags) < 0)
+		_exit(1);
+	return getpid();
+}
+
+static void fd_identity(int fd, dev_t *dev, ino_t *ino)
+{
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+}
+
+static void test_pipe_with_a_live_writer_has_a_writer(void **state)
+{
+	(void)state;
+	int p[2];
+	dev_t dev;
+	ino_t ino;
+
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	struct pipe_setup s = {.keep = p[1], .drop = p[0], .setsid = true};
+	struct child w = start_child(pipe_child, &s, NULL);
+	pid_t wpid = child_ready(&w);
+	close(p[1]);
+	fd_identity(p[0], &dev, &ino);
+
+	assert_true(proctree_pipe_has_writer(dev, ino, getsid(0)));
+	assert_true(proctree_pipe_has_writer(dev, ino, 0));
+	/* The writer's own session is excluded: it is the job. */
+	assert_false(proctree_pipe_has_writer(dev, ino, wpid));
+
+	end_child(&w);
+	/* The writer is gone. */
+	assert_false(proctree_pipe_has_writer(dev, ino, 0));
+	close(p[0]);
+}
+
+static void test_pipe_with_only_readers_has_no_writer(void **state)
+{
+	(void)state;
+	int p[2];
+	dev_t dev;
+	ino_t ino;
+
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	struct pipe_setup s = {.keep = p[0], .drop = p[1], .setsid = true};
+	struct child r = start_child(pipe_child, &s, NULL);
+	child_ready(&r);
+	fd_identity(p[0], &dev, &ino);
+	/* We hold the write end ourselves: the caller does not count. */
+	assert_false(proctree_pipe_has_writer(dev, ino, 0));
+	end_child(&r);
+	close(p[0]);
+	close(p[1]);
+}
+
+static void test_fifo_opened_for_reading_and_writing_is_a_writer(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/test-proctree-XXXXXX";
+	char fifo[64];
+	struct stat st;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(stat(fifo, &st), 0);
+
+	struct pipe_setup rd = {.keep = -1, .drop = -1, .setsid = true, .fifo = fifo,
+				.fifo_flags = O_RDONLY | O_NONBLOCK};
+	struct child r = start_child(pipe_child, &rd, NULL);
+	child_ready(&r);
+	assert_false(proctree_pipe_has_writer(st.st_dev, st.st_ino, 0));
+
+	struct pipe_setup rw = {.keep = -1, .drop = -1, .setsid = true, .fifo = fifo,
+				.fifo_flags = O_RDWR};
+	struct child w = start_child(pipe_child, &rw, NULL);
+	pid_t wpid = child_ready(&w);
+	assert_true(proctree_pipe_has_writer(st.st_dev, st.st_ino, 0));
+	assert_false(proctree_pipe_has_writer(st.st_dev, st.st_ino, wpid));
+	end_child(&w);
+	assert_false(proctree_pipe_has_writer(st.st_dev, st.st_ino, 0));
+
+	end_child(&r);
+	unlink(fifo);
+	rmdir(dir);
+}
+
+static void test_another_pipe_is_not_confused_with_ours(void **state)
+{
+	(void)state;
+	int ours[2], theirs[2];
+	dev_t dev;
+	ino_t ino;
+
+	assert_int_equal(pipe2(ours, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(theirs, O_CLOEXEC), 0);
+	/* The child writes to another pipe and holds none of ours. */
+	int close_ours[] = {ours[0], ours[1], -1};
+	struct pipe_setup s = {.keep = theirs[1], .drop = theirs[0], .setsid = true};
+	struct child w = start_child(pipe_child, &s, close_ours);
+	child_ready(&w);
+	close(ours[1]);
+	fd_identity(ours[0], &dev, &ino);
+	assert_false(proctree_pipe_has_writer(dev, ino, 0));
+	end_child(&w);
+	close(ours[0]);
+	close(theirs[0]);
+	close(theirs[1]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_session_kill_reaches_other_process_groups),
+		cmocka_unit_test(test_session_kill_with_sigkill_ends_the_whole_tree),
+		cmocka_unit_test(test_session_kill_never_signals_the_caller),
+		cmocka_unit_test(test_pipe_with_a_live_writer_has_a_writer),
+		cmocka_unit_test(test_pipe_with_only_readers_has_no_writer),
+		cmocka_unit_test(test_fifo_opened_for_reading_and_writing_is_a_writer),
+		cmocka_unit_test(test_another_pipe_is_not_confused_with_ours),
+	};
+
+	/* Orphans of killed children come back to us, to be waited for. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
