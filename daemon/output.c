@@ -177,6 +177,9 @@ static void stream_finish(struct job_stream *s)
 static void stream_eof(struct job_stream *s)
 {
 	output_close(s);
+	/* A short stream is known to be binary only now: it may spill. */
+	shaper_eof(&s->shaper, emit_append, spill_bytes, s);
+	queue_emitted(s);
 	if (s->spill.requested) {
 		s->eof_waiting = true; /* finished when the file is open */
 		return;
