@@ -89,7 +89,12 @@ static void queue_emitted(struct job *j, Toolrun__Stream stream)
 
 static void job_free(void *p)
 {
-	free(p);
+	struct job *j = p;
+
+	for (int i = 0; i < 2; i++)
+		if (j->out[i].shaped)
+			shaper_free(&j->out[i].shaper);
+	free(j);
 }
 
 static void describe_stream(char *buf, size_t len, const struct job_stream *s,
@@ -146,7 +151,8 @@ static void stream_eof(struct job_stream *s)
 {
 	struct job *j = s->job;
 
-	shaper_finish(&s->shaper, emit_append, j->L);
+	shaper_finish(&s->shaper, &(struct shape_end){.spill_error = "spill_dir is empty"},
+		      emit_append, j->L);
 	queue_emitted(j, s->stream);
 	close_stream(s);
 }
@@ -260,7 +266,7 @@ static void stream_readable(struct event_loop *loop, uint32_t events, void *data
 			job_maybe_finish(j);
 			return;
 		}
-		shaper_feed(&s->shaper, L->read_buf, (size_t)n, emit_append, L);
+		shaper_feed(&s->shaper, L->read_buf, (size_t)n, emit_append, NULL, L);
 		queue_emitted(j, s->stream);
 		if (j->conn && !conn_flush(j->conn))
 			continue; /* the client left: keep draining */
@@ -270,7 +276,7 @@ static void stream_readable(struct event_loop *loop, uint32_t events, void *data
 		size_t queued = j->conn ? j->conn->out.bytes : 0;
 		bool too_much = queued > OUTQ_HIGH ||
 				(queued > OUTQ_LOW && L->queued > MAX_QUEUED_BYTES);
-		if (too_much && !s->shaper.cut) {
+		if (too_much && !shaper_draining(&s->shaper)) {
 			event_modify(&L->loop, &s->ev, 0);
 			s->paused = true;
 			return;
@@ -300,7 +306,8 @@ static void drain_and_close(struct job *j)
 			ssize_t n = read(s->fd, j->L->read_buf, sizeof(j->L->read_buf));
 			if (n <= 0)
 				break;
-			shaper_feed(&s->shaper, j->L->read_buf, (size_t)n, emit_append, j->L);
+			shaper_feed(&s->shaper, j->L->read_buf, (size_t)n, emit_append,
+				    NULL, j->L);
 			queue_emitted(j, s->stream);
 		}
 		stream_eof(s);
@@ -581,8 +588,18 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 		struct job_stream *s = &j->out[i];
 		if (!shaped)
 			continue;
+		struct shape_opts o = {
+			.max_bytes = d.limits.max_bytes,
+			.max_lines = d.limits.max_lines,
+			.mode = d.limits.shape,
+			.binary_summary = L->cfg->binary == BINARY_SUMMARY,
+			.stream_name = i == 1 ? "stderr" : d.joined ? "output" : "stdout",
+		};
+		if (shaper_init(&s->shaper, &o) < 0) {
+			snprintf(failure, sizeof(failure), "toolrund is out of memory");
+			break;
+		}
 		s->shaped = true;
-		shaper_init(&s->shaper, d.limits.max_bytes, d.limits.max_lines);
 		int w = -1;
 		if (i == 1 && d.joined) {
 			w = fcntl(write_end[0], F_DUPFD_CLOEXEC, 3);
