@@ -13,6 +13,7 @@ Options (each also from the environment variable named after it):
   --stream NAME                SHAPE_STREAM (default stdout)
   --program NAME               SHAPE_PROGRAM (default none)
   --spill PATH                 SHAPE_SPILL: where the whole stream is
+  --spill-first N              the spill file holds only its first N bytes
   --not-kept REASON            SHAPE_NOT_KEPT: why it is not kept
                                (default "spill_dir is empty", what the
                                daemon says while it has no spill)
@@ -113,6 +114,8 @@ def rng(unit, a, b):
 def where(o):
     if o.spill:
         w = f"the whole {o.stream} is in {o.spill}"
+        if o.spill_first is not None:
+            w += f" (partial: its first {count(o.spill_first, 'byte')})"
         return w
     w = f"the whole {o.stream} is not kept"
     return w + (f": {o.not_kept}" if o.not_kept else "")
@@ -258,6 +261,8 @@ def main():
     p.add_argument("--stream", default=env("SHAPE_STREAM", "stdout"))
     p.add_argument("--program", default=env("SHAPE_PROGRAM"))
     p.add_argument("--spill", default=env("SHAPE_SPILL"))
+    p.add_argument("--spill-first", type=int, default=None,
+                   help="the spill file holds only the first N bytes")
     p.add_argument("--not-kept", default=env("SHAPE_NOT_KEPT", "spill_dir is empty"))
     p.add_argument("limits", nargs="*", type=int)
     o = p.parse_args()
