@@ -468,8 +468,8 @@ shape_case() {
 		;;
 	shape)
 		# names=OUT,ERR: what the shaped program calls the streams that
-		# reach the agent's stdout and stderr (its own stdout for
-		# `cat >&2`, "output" when its stderr joins its stdout).
+		# reach the agent's stdout and stderr ("output" when its stdout
+		# and stderr are one pipe, as with `cat >&2` or 2>&1).
 		local names
 		names=$(corpus_meta "$DT_CASES" "$id" names) || names=stdout,stderr
 		"$TR_DIR/bin/shape-ref" --stream "${names%,*}" "$b" "$l" \
