@@ -258,7 +258,7 @@ static void report_audit_log(struct launcher *L)
 	at.path = L->audit.path;
 	m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_AUDIT_LOG_AT;
 	m.audit_log_at = &at;
-	send_msg(L, &m);
+	send_msg(L, &m, NULL, 0);
 }
 
 /* One record from the listener: chained and appended. A record that is

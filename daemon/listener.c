@@ -810,6 +810,7 @@ int listener_main(struct listener *L, int death_note)
 
 	if (listener_init(L) < 0)
 		return 1;
+	shape_global_init();
 	if (sandbox_listener(death_note, err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		return 1;

@@ -16,6 +16,7 @@
  * what the file should keep.
  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

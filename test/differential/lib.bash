@@ -467,8 +467,15 @@ shape_case() {
 		cp "$out/direct.err" "$out/expected.err"
 		;;
 	shape)
-		"$TR_DIR/bin/shape-ref" "$b" "$l" <"$out/direct.out" >"$out/expected.out"
-		"$TR_DIR/bin/shape-ref" "$b" "$l" <"$out/direct.err" >"$out/expected.err"
+		# names=OUT,ERR: what the shaped program calls the streams that
+		# reach the agent's stdout and stderr ("output" when its stdout
+		# and stderr are one pipe, as with `cat >&2` or 2>&1).
+		local names
+		names=$(corpus_meta "$DT_CASES" "$id" names) || names=stdout,stderr
+		"$TR_DIR/bin/shape-ref" --stream "${names%,*}" "$b" "$l" \
+			<"$out/direct.out" >"$out/expected.out"
+		"$TR_DIR/bin/shape-ref" --stream "${names#*,}" "$b" "$l" \
+			<"$out/direct.err" >"$out/expected.err"
 		;;
 	ref)
 		# The "--- ref" section, run directly, with shape-ref on PATH and
