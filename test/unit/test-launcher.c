@@ -76,10 +76,12 @@ static void send_order(struct env *e, Toolrun__Launcher__ToLauncher *m, const in
 	free(buf);
 }
 
-/* The next message; *fd gets its one attached fd, or -1. */
+/* The next message but AuditLogAt (the audit log's whereabouts, which
+ * unit/audit checks); *fd gets its one attached fd, or -1. */
 static Toolrun__Launcher__FromLauncher *receive(struct env *e, int *fd)
 {
 	int r;
+again:
 	while ((r = frame_reader_read(&e->reader, e->link.fd)) == FRAME_READ_AGAIN)
 		;
 	assert_int_equal(r, FRAME_READ_READY);
@@ -90,6 +92,10 @@ static Toolrun__Launcher__FromLauncher *receive(struct env *e, int *fd)
 	*fd = e->reader.nfds ? e->reader.fds[0] : -1;
 	e->reader.nfds = 0;
 	frame_reader_next(&e->reader);
+	if (m->msg_case == TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_AUDIT_LOG_AT) {
+		toolrun__launcher__from_launcher__free_unpacked(m, NULL);
+		goto again;
+	}
 	return m;
 }
 
@@ -231,6 +237,7 @@ static int setup(void **state)
 	if (!mkdtemp(e->base))
 		return -1;
 	snprintf(e->cfg.spill_dir, sizeof(e->cfg.spill_dir), "%s/spill", e->base);
+	snprintf(e->cfg.audit_log, sizeof(e->cfg.audit_log), "%s/audit.jsonl", e->base);
 	if (launcher_start(&e->link, &e->cfg, NULL) < 0)
 		return -1;
 	e->reader = (struct frame_reader){
