@@ -327,24 +327,73 @@ static void binary_feed(struct shaper *s, const uint8_t *p, size_t n,
 		spill(ctx, p, n);
 }
 
+/* How far the sniffed bytes may pass on as text before the check has
+ * decided: the whole lines before anything that is not text (a NUL,
+ * invalid UTF-8), within the head part's bytes and short of its lines.
+ * Each bound is a prefix of the stream, so the point is the same however
+ * the bytes were fed. Whole lines only: a file's magic number is text
+ * too ("\x7fELF"). */
+static size_t sniff_text_lines(const struct shaper *s)
+{
+	size_t room = s->head_bytes > UTF8_MAX ? (size_t)(s->head_bytes - UTF8_MAX) : 0;
+	bool not_text;
+	size_t end = sniff_text_end(s->sniff, s->sniff_released, s->sniff_len, &not_text);
+
+	end = end < room ? end : room;
+	if (s->head_lines != NO_LIMIT) {
+		uint64_t lines = s->head_lines - s->head_newlines;
+		end = lines <= 1 ? s->sniff_released
+				 : s->sniff_released + through_newline(s->sniff + s->sniff_released,
+								       end - s->sniff_released,
+								       lines - 1);
+	}
+	const uint8_t *nl = end > s->sniff_released
+				    ? memrchr(s->sniff + s->sniff_released, '\n', end - s->sniff_released)
+				    : NULL;
+	return nl ? (size_t)(nl - s->sniff) + 1 : s->sniff_released;
+}
+
+/* Pass on the sniffed text lines not passed on yet. */
+static void sniff_release(struct shaper *s, shape_emit_fn emit, shape_emit_fn spill,
+			  void *ctx)
+{
+	size_t end = sniff_text_lines(s);
+
+	if (end > s->sniff_released) {
+		text_feed(s, s->sniff + s->sniff_released, end - s->sniff_released, emit,
+			  spill, ctx);
+		s->sniff_released = end;
+	}
+}
+
 /* The sniffed bytes decide: binary (summarised at finish) or text. */
 static void sniff_decide(struct shaper *s, shape_emit_fn emit, shape_emit_fn spill,
 			 void *ctx)
 {
+	size_t r = s->sniff_released;
+
 	s->sniffed = true;
 	if (s->sniff_len == 0 || !sniff_binary(s->sniff, s->sniff_len)) {
-		text_feed(s, s->sniff, s->sniff_len, emit, spill, ctx);
+		text_feed(s, s->sniff + r, s->sniff_len - r, emit, spill, ctx);
 		return;
 	}
+	/* Its first lines of text pass on, however the bytes were fed. */
+	sniff_release(s, emit, spill, ctx);
+	r = s->sniff_released;
 	s->binary = true;
 	if (!sha256)
 		sha256 = EVP_sha256();
 	s->md = EVP_MD_CTX_new();
-	if (s->md && EVP_DigestInit_ex(s->md, sha256, NULL) != 1) {
+	if (s->md && (EVP_DigestInit_ex(s->md, sha256, NULL) != 1 ||
+		      EVP_DigestUpdate(s->md, s->sniff, r) != 1)) {
 		EVP_MD_CTX_free(s->md);
 		s->md = NULL;
 	}
-	binary_feed(s, s->sniff, s->sniff_len, spill, ctx);
+	/* The text passed on already was counted as it went; the file gets
+	 * the whole stream. */
+	if (spill && r)
+		spill(ctx, s->sniff, r);
+	binary_feed(s, s->sniff + r, s->sniff_len - r, spill, ctx);
 }
 
 void shaper_feed(struct shaper *s, const uint8_t *p, size_t n,
@@ -358,8 +407,10 @@ void shaper_feed(struct shaper *s, const uint8_t *p, size_t n,
 		s->sniff_len += take;
 		p += take;
 		n -= take;
-		if (s->sniff_len < SHAPE_SNIFF)
+		if (s->sniff_len < SHAPE_SNIFF) {
+			sniff_release(s, emit, spill, ctx);
 			return;
+		}
 		sniff_decide(s, emit, spill, ctx);
 	}
 	if (n == 0)
@@ -645,9 +696,11 @@ void shaper_finish(struct shaper *s, const struct shape_end *end,
 	shaper_eof(s, emit, NULL, ctx);
 	s->finished = true;
 	if (s->binary) {
+		/* Its first lines passed on as text (whole lines). */
+		size_t shown = s->sniff_released;
 		emit_summary(s, end, emit, ctx);
-		s->dropped_bytes = s->seen_bytes;
-		s->dropped_lines = lines_seen(s);
+		s->dropped_bytes = s->seen_bytes - shown;
+		s->dropped_lines = lines_seen(s) - count_newlines(s->sniff, shown);
 		return;
 	}
 	if (!s->head_closed) {

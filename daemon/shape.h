@@ -46,11 +46,15 @@
  *     the whole STREAM is in PATH (partial: its first N bytes)
  *     the whole STREAM is not kept: REASON
  *
- * Binary. With binary_summary, the first min(SHAPE_SNIFF, N) bytes are
- * held before anything is emitted. The stream is binary when they hold
- * a NUL byte or when more than 10% of them belong to invalid UTF-8 (a
- * sequence cut by the end of those bytes does not count). A binary
- * stream emits one line, at finish, and nothing else:
+ * Binary. With binary_summary, the first min(SHAPE_SNIFF, N) bytes decide.
+ * The stream is binary when they hold a NUL byte or when more than 10% of
+ * them belong to invalid UTF-8 (a sequence cut by the end of those bytes
+ * does not count). Their leading whole lines of text (before any NUL or
+ * invalid UTF-8, within the head part's bytes and short of its lines)
+ * pass on as text at once, so that a slow program's first lines are not
+ * held back, and stay when the stream proves binary; the rest waits for
+ * the decision. A binary stream then emits one line at finish, and
+ * nothing else:
  *   [toolrun: binary WHOSE', N bytes, TYPE, sha256 HEX; WHERE]
  * where WHOSE' is "stdout" or "stdout of cat", TYPE a guess from the
  * first bytes ("ELF", "gzip", ... or "data") and HEX the SHA-256 of the
@@ -131,6 +135,7 @@ struct shaper {
 	bool finished;
 	uint8_t sniff[SHAPE_SNIFF];
 	size_t sniff_len;
+	size_t sniff_released;  /* of those, passed on as text already */
 	EVP_MD_CTX *md;         /* SHA-256 of a binary stream */
 
 	uint64_t dropped_bytes, dropped_lines; /* set at finish */

@@ -49,6 +49,24 @@ static size_t utf8_valid(const uint8_t *p, size_t n)
 	return l.len;
 }
 
+size_t sniff_text_end(const uint8_t *p, size_t from, size_t n, bool *not_text)
+{
+	size_t i = from;
+
+	*not_text = false;
+	while (i < n) {
+		size_t len = utf8_valid(p + i, n - i);
+		if (len == n - i && i + utf8_lead(p[i]).len > n)
+			return i; /* a sequence the next bytes may complete */
+		if (len == 0 || p[i] == '\0') {
+			*not_text = true;
+			return i;
+		}
+		i += len;
+	}
+	return i;
+}
+
 bool sniff_binary(const uint8_t *p, size_t n)
 {
 	size_t invalid = 0;

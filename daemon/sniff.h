@@ -14,6 +14,11 @@
  * does not count. */
 bool sniff_binary(const uint8_t *p, size_t n);
 
+/* Where the text from p[from] ends: before a NUL or an invalid sequence
+ * (then *not_text is set), or before a sequence cut by the end of
+ * p[0..n), or at n. */
+size_t sniff_text_end(const uint8_t *p, size_t from, size_t n, bool *not_text);
+
 /* A short name of the file type p[0..n) starts, or "data". */
 const char *sniff_type(const uint8_t *p, size_t n);
 

@@ -228,21 +228,57 @@ def summary(s, o):
             f"{where(o)}]\n").encode()
 
 
-def shape(s, b, l, o):
-    if o.binary == "summary" and s and is_binary(s[:SNIFF]):
-        return summary(s, o)
+def text_end(w):
+    """Where the text at the start of w ends: before a NUL or an invalid
+    sequence, or before a sequence cut by the end of w."""
+    i = 0
+    while i < len(w):
+        ln = utf8_valid(w, i)
+        if ln == 0 or w[i] == 0 or (ln == len(w) - i and ln < seq_len(w[i])):
+            return i
+        i += ln
+    return i
+
+
+def leading_lines(s, hb, hl):
+    """The whole lines of text a binary stream shows before its summary:
+    before any NUL or invalid UTF-8 in the sniffed bytes, within the head
+    part's bytes less 4, and fewer lines than the head part's."""
+    w = s[:SNIFF]
+    end = min(text_end(w), max(hb - 4, 0))
+    if hl is not NO_LIMIT:
+        if hl <= 1:
+            return b""
+        k, i = 0, 0
+        while k < hl - 1:
+            j = w.find(b"\n", i, end)
+            if j < 0:
+                break
+            i, k = j + 1, k + 1
+        if k == hl - 1:
+            end = i
+    cut = w.rfind(b"\n", 0, end)
+    return w[:cut + 1] if cut >= 0 else b""
+
+
+def budgets(b, l, mode):
     B = b if 0 < b < HOLD_MAX else HOLD_MAX
     L = l if l else NO_LIMIT
-    if len(s) <= B and (L is NO_LIMIT or lines(s) <= L):
-        return s
     half = lambda x: x if x is NO_LIMIT else x // 2
     rest = lambda x: x if x is NO_LIMIT else x - x // 2
-    if o.mode == "head":
-        hb, hl, tb, tl = B, L, 0, 0
-    elif o.mode == "tail":
-        hb, hl, tb, tl = 0, 0, B, L
-    else:
-        hb, hl, tb, tl = B // 2, half(L), B - B // 2, rest(L)
+    if mode == "head":
+        return B, L, B, L, 0, 0
+    if mode == "tail":
+        return B, L, 0, 0, B, L
+    return B, L, B // 2, half(L), B - B // 2, rest(L)
+
+
+def shape(s, b, l, o):
+    B, L, hb, hl, tb, tl = budgets(b, l, o.mode)
+    if o.binary == "summary" and s and is_binary(s[:SNIFF]):
+        return leading_lines(s, hb, hl) + summary(s, o)
+    if len(s) <= B and (L is NO_LIMIT or lines(s) <= L):
+        return s
     a = head_end(s, hb, hl)
     t = tail_start(s, tb, tl)
     assert a < t, (a, t)

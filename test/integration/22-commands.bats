@@ -142,7 +142,7 @@ split_marker() {
 	[ "$status" -eq 124 ]
 	[ "${lines[0]}" = before ]
 	[[ "$output" == *"toolrun: the command timed out after 2 s (command_timeout)"* ]]
-	[[ "$output" != *after* ]]
+	! grep -qx after <<<"$output"
 	# Every process of the command's session is gone.
 	wait_for 30 bash -c "! pgrep -x -f 'sleep 300[123]' >/dev/null"
 }

@@ -209,7 +209,7 @@ commands_since() {
 	jobs_since "$1" | grep ' command=' || true
 }
 
-# The spill file a marker names (the first one in $1).
+# The spill file a marker or a binary summary names (the first in $1).
 spill_path_in() {
-	grep -o '/[^ ;:()]*toolrun-output/[^ ;:()\]]*' <<<"$1" | head -n 1
+	sed -n 's/.*the whole [a-z]* is in \([^] ]*\).*/\1/p' <<<"$1" | head -n 1
 }

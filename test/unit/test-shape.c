@@ -281,6 +281,51 @@ static void test_binary_detection(void **state)
 	assert_true(sniff_binary(w, sizeof(w)));
 }
 
+/* A slow program's first lines reach the agent before the binary check
+ * has its 1024 bytes; output that then proves binary ends in the summary,
+ * on a line of its own, and the file still gets every byte. */
+static void test_text_lines_pass_while_sniffing(void **state)
+{
+	(void)state;
+	struct shape_opts o = opts(4000, 200, SHAPE_HEAD_TAIL);
+	struct shaper sh;
+	struct result r = {0};
+
+	assert_int_equal(shaper_init(&sh, &o), 0);
+	shaper_feed(&sh, (const uint8_t *)"starting\nhalf", 13, on_emit, on_spill, &r);
+	assert_int_equal(r.out.len, 9);
+	assert_memory_equal(r.out.data, "starting\n", 9);
+	shaper_feed(&sh, (const uint8_t *)" a line\n", 8, on_emit, on_spill, &r);
+	assert_string_equal((char *)r.out.data, "starting\nhalf a line\n");
+	/* Not text: nothing more passes until the check decides. */
+	shaper_feed(&sh, (const uint8_t *)"\x7f" "ELF\0\n", 6, on_emit, on_spill, &r);
+	assert_string_equal((char *)r.out.data, "starting\nhalf a line\n");
+	shaper_eof(&sh, on_emit, on_spill, &r);
+	assert_int_equal(r.spill.len, 27);
+	assert_memory_equal(r.spill.data, "starting\nhalf a line\n\x7f" "ELF\0\n", 27);
+	shaper_finish(&sh, &not_kept, on_emit, &r);
+	assert_true(strncmp((char *)r.out.data,
+			    "starting\nhalf a line\n[toolrun: binary stdout, 27 bytes, data, sha256 ",
+			    68) == 0);
+	shaper_stats(&sh, &r.st);
+	assert_true(r.st.binary);
+	assert_int_equal(r.st.bytes_seen, 27);
+	assert_int_equal(r.st.bytes_dropped, 6);
+	shaper_free(&sh);
+	result_free(&r);
+
+	/* Text that stays text: the same bytes as fed at once. */
+	assert_int_equal(shaper_init(&sh, &o), 0);
+	shaper_feed(&sh, (const uint8_t *)"one\n", 4, on_emit, on_spill, &r);
+	assert_string_equal((char *)r.out.data, "one\n");
+	shaper_feed(&sh, (const uint8_t *)"two\nthree", 9, on_emit, on_spill, &r);
+	shaper_finish(&sh, &not_kept, on_emit, &r);
+	assert_string_equal((char *)r.out.data, "one\ntwo\nthree");
+	assert_int_equal(r.spill.len, 0);
+	shaper_free(&sh);
+	result_free(&r);
+}
+
 static void test_binary_summary(void **state)
 {
 	(void)state;
@@ -489,6 +534,7 @@ int main(void)
 		cmocka_unit_test(test_utf8_tail_edge),
 		cmocka_unit_test(test_binary_detection),
 		cmocka_unit_test(test_binary_summary),
+		cmocka_unit_test(test_text_lines_pass_while_sniffing),
 		cmocka_unit_test(test_type_guess),
 		cmocka_unit_test(test_stats),
 		cmocka_unit_test(test_draining),
