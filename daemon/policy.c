@@ -293,6 +293,13 @@ int policy_environment(const Toolrun__Request *req, const struct config *cfg,
 		const ProtobufCBinaryData *e = &req->envp[i];
 		if (replaced(e, extra, nextra))
 			continue;
+		/* An agent command is the agent's own shell: its environment
+		 * stays exactly as it was, toolrun's variables included (its
+		 * constructor sees the declaration and stays itself). */
+		if (req->command) {
+			env[k++] = *e;
+			continue;
+		}
 		if (starts_with(e, "TOOLRUN_")) {
 			/* With the library loaded, its constructor hides them
 			 * from the program; without it, nothing would. */
@@ -308,7 +315,7 @@ int policy_environment(const Toolrun__Request *req, const struct config *cfg,
 	}
 	for (size_t i = 0; i < nextra; i++)
 		env[k++] = extra[i];
-	if (preloaded && !marked) {
+	if (preloaded && !marked && !req->command) {
 		env[k].data = (uint8_t *)marker;
 		env[k].len = sizeof(marker) - 1;
 		k++;

@@ -56,7 +56,8 @@ enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req
  * TOOLRUN_NESTED=1: the library stays loaded in the program, hides them
  * from it and hands them on to what it executes (see preload/nested.h).
  * Otherwise TOOLRUN_* variables go. Other variables pass the tool's
- * env_allow / env_deny patterns. `extra` ("NAME=value" entries the daemon
+ * env_allow / env_deny patterns. An agent command's environment is its
+ * envp as it is, without TOOLRUN_NESTED. `extra` ("NAME=value" entries the daemon
  * sets, as for an agent command) replace the request's variables of the
  * same names and are kept in any case. Entries point into req, extra and
  * a static marker. Free *out. Returns 0 or -ENOMEM.
