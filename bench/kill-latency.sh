@@ -19,6 +19,8 @@ trap 'kill "$daemon" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
 cat >"$dir/toolrun.conf" <<CONF
 socket = $dir/s.sock
 socket_fallback =
+audit_log = $dir/audit.jsonl
+spill_dir = $dir/spill
 tools = find
 CONF
 "$build/daemon/toolrund" --config "$dir/toolrun.conf" 2>"$dir/daemon.log" &

@@ -462,8 +462,10 @@ static void start_daemon(struct bench *b)
 		 "max_lines = 200\n"
 		 "timeout = 600\n"
 		 "truncate = sink\n"
-		 "fallback = fail\n",
-		 b->socket);
+		 "fallback = fail\n"
+		 "spill_dir = %s/spill\n"
+		 "audit_log = %s/audit.jsonl\n",
+		 b->socket, b->tmp, b->tmp);
 	write_file(b->config, text);
 
 	int log = open(b->daemon_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

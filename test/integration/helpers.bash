@@ -36,10 +36,15 @@ tr_write_config() {
 		echo "max_bytes = 4000"
 		echo "max_lines = 200"
 		echo "timeout = 20"
-		# The audit log in the test's directory, unless the test sets it.
+		# The audit log and the spill files in the test's directory,
+		# unless the test sets them.
 		case " $* " in
 		*" audit_log ="*) ;;
 		*) echo "audit_log = $TR_DIR/audit.jsonl" ;;
+		esac
+		case " $* " in
+		*" spill_dir ="*) ;;
+		*) echo "spill_dir = $TR_DIR/spill" ;;
 		esac
 		local line
 		for line in "$@"; do

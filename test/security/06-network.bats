@@ -58,6 +58,8 @@ resolve_in_namespace() {
 	cat >"$TR_DIR/ns.conf" <<-EOF
 		socket = $TR_DIR/ns/s.sock
 		socket_fallback =
+		audit_log = $TR_DIR/audit.jsonl
+		spill_dir = $TR_DIR/spill
 		tools = getent
 	EOF
 	printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' >"$TR_DIR/resolv.conf"

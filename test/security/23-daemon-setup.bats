@@ -21,7 +21,8 @@ start_other() {
 	shift
 	OTHER_CONF=$(mktemp "$TR_DIR/other.XXXXXX")
 	OTHER_LOG="$OTHER_CONF.log"
-	printf '%s\n' "socket = $socket" "socket_fallback =" "tools = cat" "$@" >"$OTHER_CONF"
+	printf '%s\n' "socket = $socket" "socket_fallback =" "tools = cat" \
+		"audit_log = $(dirname "$OTHER_CONF")/other-audit.jsonl" "spill_dir =" "$@" >"$OTHER_CONF"
 	"$TR_DAEMON" --config "$OTHER_CONF" 2>"$OTHER_LOG" &
 	OTHER_PID=$!
 	wait_for 60 other_up_or_gone

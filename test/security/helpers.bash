@@ -154,6 +154,9 @@ tr_start_nobody() {
 	{
 		echo "socket = $TR_SOCKET"
 		echo "socket_fallback ="
+		# Beside the socket: a directory the daemon makes for its user.
+		echo "audit_log = $TR_DIR/run/audit.jsonl"
+		echo "spill_dir = $TR_DIR/run/spill"
 		echo "user = nobody"
 		echo "allow_uids = root"
 		echo "tools = cat head tr"
