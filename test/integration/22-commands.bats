@@ -91,9 +91,15 @@ split_marker() {
 	[ "$output" = "piped $TR_DIR kept" ]
 }
 
-@test "22-commands-pid: the command's own processes see no toolrun variables" {
-	run tr_agent 'env | grep -c "^TOOLRUN_" || true'
-	[ "$output" = 0 ]
+@test "22-commands-env: a command keeps its environment, plus the declaration of its streams" {
+	run tr_agent 'echo "$LD_PRELOAD"; env | cut -d= -f1 | sort'
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "$TR_LIB" ]
+	# What the caller passed, and three variables more.
+	expected=$(printf '%s\n' $(env -u TOOLRUN_AGENT_STDOUT -u TOOLRUN_AGENT_STDERR -u BASH_ENV \
+		LD_PRELOAD=x TR_MARK=x TOOLRUN_CONFIG=x TOOLRUN_AGENT_STDOUT=x TOOLRUN_AGENT_STDERR=x \
+		TOOLRUN_COMMAND=x bash -c 'env | cut -d= -f1') | sort)
+	[ "$(tail -n +2 <<<"$output")" = "$expected" ]
 }
 
 @test "22-commands-off: TOOLRUN=off leaves the command alone" {
