@@ -8,9 +8,10 @@
 # 2. Starts the box `demo` (TOOLRUN_DEMO_NAME) with container/run.sh on a
 #    new workspace that holds large_file.txt (100000 lines).
 # 3. Runs, as an agent would (`docker exec demo bash -lc "..."`): echo,
-#    a grep in a pipeline, a truncated cat, the same cat into a pipe, a
-#    failing ls (stderr and exit code), the same cat with TOOLRUN=off, and
-#    shows the daemon's log lines for them.
+#    a grep in a pipeline, a cat cut to its head and tail, the file that
+#    keeps the whole of it, the same cat into a pipe, a failing ls
+#    (stderr and exit code), the same cat with TOOLRUN=off, and shows the
+#    daemon's log lines for them.
 #
 # The box is left running for you to try (the last lines say how to stop
 # it); --stop removes it at the end instead.
@@ -23,7 +24,7 @@ stop=false
 
 case ${1-} in
 --stop) stop=true ;;
--h|--help) sed -n '2,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+-h|--help) sed -n '2,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
 '') ;;
 *) echo "demo: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 esac
@@ -49,10 +50,15 @@ demo_exec() {
 		n=$(wc -l <"$out")
 		printf '%sstdout, %d line(s), %d bytes:%s\n' "$dim" "$n" "$(wc -c <"$out")" "$plain"
 		if [ "$n" -gt 12 ]; then
-			# Long: its head and its tail, where a truncation notice is.
-			head -n 4 "$out" | sed 's/^/  /'
-			printf '  %s[... %d lines not repeated here by the demo ...]%s\n' "$dim" $((n - 7)) "$plain"
-			tail -n 3 "$out" | sed 's/^/  /'
+			# Long: its first lines, toolrun's marker where it cut the
+			# output, its last lines.
+			awk -v n="$n" -v dim="$dim" -v plain="$plain" '
+				NR <= 4 || NR > n - 3 || /^\.\.\.\[toolrun cut / {
+					if (NR > shown + 1)
+						printf "  %s[... %d lines not repeated here by the demo ...]%s\n", dim, NR - shown - 1, plain
+					print "  " $0
+					shown = NR
+				}' "$out"
 		else
 			sed 's/^/  /' "$out"
 		fi
@@ -88,8 +94,11 @@ demo_exec 'echo hello'
 title "A pipeline: cat and grep both run through toolrund"
 demo_exec 'cat /etc/passwd | grep root'
 
-title "A large output to the agent: truncated (200 lines, 4000 bytes at most)"
+title "A large output to the agent: its head and tail, and a marker between (4000 bytes, 200 lines)"
 demo_exec 'cat large_file.txt'
+
+title "The whole output is kept, in the file the marker names (readable by the agent's uid alone)"
+demo_exec 'f=$(ls -t /tmp/toolrun-output/$(id -u)/*-stdout.log | head -n 1); wc -l "$f"; sed -n 500p "$f"'
 
 title "The same file into a pipe: every byte gets through, only the final output is shaped"
 demo_exec 'cat large_file.txt | wc -l'

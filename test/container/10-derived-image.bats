@@ -126,8 +126,12 @@ usr/local/bin/toolrun" ]
 import subprocess, sys
 sys.exit(subprocess.run([\"cat\", \"$CT_BIG\"]).returncode)'"
 	[ "$status" -eq 0 ]
-	[[ $output == *"...[truncated: "* ]]
-	ct_wait_job "$before" ' tool=cat .* exit=0 '
+	# cat, run by python3 inside the command, writes straight to the
+	# command's stdout, which is shaped as a whole.
+	[ "$(ct_markers "$output" | wc -l)" -eq 1 ]
+	[[ $(ct_markers "$output") == "...[toolrun cut "*" of stdout here: "*"; the whole stdout is in /tmp/toolrun-output/0/"*"-stdout.log]" ]]
+	ct_wait_job "$before" ' tool=cat .* exit=0 .* stdout=direct '
+	ct_wait_job "$before" ' command=bash .* exit=0 '
 	run docker exec "$CT_BOX" bash -lc "python3 -c 'import os; os.execvp(\"grep\", [\"grep\", \"-q\", \"no-such-line\", \"$CT_BIG\"])'"
 	[ "$status" -eq 1 ]
 	ct_wait_job "$before" ' tool=grep .* exit=1 '
@@ -139,7 +143,9 @@ sys.exit(subprocess.run([\"cat\", \"$CT_BIG\"]).returncode)'"
 		--security-opt=no-new-privileges --user 2000:2000
 	run --separate-stderr docker exec "$name" bash -lc "cat $CT_BIG"
 	[ "$status" -eq 0 ]
-	[[ $output == *"...[truncated: "* ]]
+	[ "$(ct_markers "$output" | wc -l)" -eq 1 ]
+	[[ $(ct_markers "$output") == "...[toolrun cut "*" of stdout here: "*"; the whole stdout is in /tmp/toolrun-output/2000/"*"-stdout.log]" ]]
+	CT_BOX=$name ct_wait_job 0 ' uid=2000 command=bash .* exit=0 '
 	CT_BOX=$name ct_wait_job 0 ' uid=2000 tool=cat .* exit=0 '
 	docker rm -f "$name" >/dev/null
 }
@@ -152,14 +158,21 @@ sys.exit(subprocess.run([\"cat\", \"$CT_BIG\"]).returncode)'"
 	chmod 0644 "$dir/toolrun.conf"
 
 	ct_run_derived "$name" -v "$dir/toolrun.conf:/etc/toolrun/toolrun.conf:ro"
-	# Five lines (some empty), then the marker.
-	run docker exec "$name" bash -lc "cat $CT_BIG"
-	[ "$(printf '%s\n' "$output" | wc -l)" -eq 6 ]
-	[[ $(printf '%s\n' "$output" | tail -n 1) == "...[truncated: "* ]]
+	# max_lines = 5 and the defaults (head+tail, spill_dir): the first 2
+	# lines, the marker, the last 3.
+	local total cut
+	total=$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$name" bash -c "wc -l <$CT_BIG")
+	cut=$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$name" bash -c "sed -n '3,$((total - 3))p' $CT_BIG | wc -c")
+	run --separate-stderr docker exec "$name" bash -lc "cat $CT_BIG"
+	[ "${#lines[@]}" -eq 6 ]
+	[ "$(printf '%s\n' "${lines[@]:0:2}")" = "$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$name" head -n 2 "$CT_BIG")" ]
+	[[ ${lines[2]} == "...[toolrun cut $((total - 5)) lines ($cut bytes) of stdout here: lines 3-$((total - 3)) of $total; the whole stdout is in /tmp/toolrun-output/0/"*"-stdout.log]" ]]
+	[ "$(printf '%s\n' "${lines[@]:3}")" = "$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$name" tail -n 3 "$CT_BIG")" ]
 
 	ct_run_derived "$name" -v "$dir:/cfg:ro" -e TOOLRUN_CONFIG=/cfg/toolrun.conf
-	run docker exec "$name" bash -lc "cat $CT_BIG"
-	[ "$(printf '%s\n' "$output" | wc -l)" -eq 6 ]
+	run --separate-stderr docker exec "$name" bash -lc "cat $CT_BIG"
+	[ "${#lines[@]}" -eq 6 ]
+	[[ ${lines[2]} == "...[toolrun cut $((total - 5)) lines ($cut bytes) of stdout here: lines 3-$((total - 3)) of $total; "* ]]
 	# grep is not listed there: the library does not hand it over.
 	local before
 	before=$(CT_BOX=$name ct_job_count)

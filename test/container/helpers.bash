@@ -182,7 +182,10 @@ ct_log() {
 	docker logs "${1:-$CT_BOX}" 2>&1
 }
 
-# The job lines: "... toolrund[N] listener info: job 7 uid=1000 tool=cat ...".
+# The job lines: "... toolrund[N] listener info: job 7 uid=1000 tool=cat ..."
+# for a listed tool, "... job 6 uid=1000 command=bash ..." for an agent
+# command (each `docker exec BOX bash -lc ...`), logged when it ends, after
+# the tools it ran.
 ct_job_lines() {
 	ct_log | grep -E ' toolrund\[[0-9]+\] listener info: job [0-9]+ uid=' || true
 }
@@ -214,33 +217,64 @@ ct_wait_job() {
 	return 1
 }
 
+# The marker lines in a text: where toolrun cut a stream.
+ct_markers() {
+	grep '^\.\.\.\[toolrun cut ' <<<"$1" || true
+}
+
 # ct_shaped_and_whole FILE UID: `cat FILE` under bash -lc reaches the
-# agent cut, with the marker and no error; into a pipe, every byte; and
-# the daemon logged the job for UID.
+# agent as its head and its tail, with one marker between and no error;
+# into a pipe, every byte; and the daemon logged the command and the cat
+# in it for UID. FILE is longer than the budget (4000 bytes, 200 lines)
+# and its lines average more than 20 bytes, so that the byte budget binds
+# (its first and last 2000 bytes are kept), and byte 2000 is inside a
+# line, so that the marker counts bytes: as in CT_BIG.
 ct_shaped_and_whole() {
-	local file=$1 uid=$2 before size
+	local file=$1 uid=$2 before size first last marker
 	size=$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" wc -c "$file")
 	size=${size%% *}
+	first=$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" head -n 1 "$file")
+	last=$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" tail -n 1 "$file")
 	before=$(ct_job_count)
 	run --separate-stderr docker exec "$CT_BOX" bash -lc "cat $file"
 	[ "$status" -eq 0 ]
-	[[ $output == *"...[truncated: "* ]]
-	[ "${#output}" -le 4100 ]
 	[ -z "$stderr" ]
+	marker=$(ct_markers "$output")
+	[ "$(wc -l <<<"$marker")" -eq 1 ]
+	[[ $marker == "...[toolrun cut $((size - 4000)) bytes of stdout here: bytes 2001-$((size - 2000)) of $size, "*"; the whole stdout is in /tmp/toolrun-output/$uid/"*"-stdout.log]" ]]
+	[ "${lines[0]}" = "$first" ]
+	[ "${lines[-1]}" = "$last" ]
+	# The budget and the marker's line, nothing more.
+	[ "${#output}" -le $((4000 + ${#marker} + 1)) ]
 	run --separate-stderr docker exec "$CT_BOX" bash -lc "cat $file | wc -c"
 	[ "$output" = "$size" ]
-	ct_wait_job "$before" " uid=$uid tool=cat .* exit=0 " >/dev/null
+	# The command is shaped as a whole; cat in it writes straight there.
+	ct_wait_job "$before" " uid=$uid command=bash .* exit=0 .* stdout=${size}B/" >/dev/null
+	ct_wait_job "$before" " uid=$uid tool=cat .* exit=0 .* stdout=direct " >/dev/null
 }
 
-# ct_no_jobs_since N [BOX]: the daemon logged no job after the first N
-# job lines. Proved without sleeping: a marker job (head, run after the
-# commands under test) must be the only new line, and the daemon writes
-# its lines in the order the jobs end.
+# ct_no_jobs_since N [BOX]: the daemon logged no job after the first N job
+# lines, neither a listed tool's nor an agent command's.
+# ct_no_tool_jobs_since N [BOX]: no listed tool's job (agent commands may
+# have run).
+# Proved without sleeping: a marker job (head, run after the commands
+# under test) must be the only new line of its kind, and the daemon writes
+# its lines in the order the jobs end. The marker runs in a terminal
+# (docker exec -t), so that its bash is no agent command: a terminal is a
+# person, not an agent.
 ct_no_jobs_since() {
-	local before=$1 box=${2:-$CT_BOX} new
-	docker exec "$box" bash -c 'head -c 0 /dev/null' || return 1
+	ct_only_marker_since "$1" "${2:-$CT_BOX}" ' (tool|command)='
+}
+
+ct_no_tool_jobs_since() {
+	ct_only_marker_since "$1" "${2:-$CT_BOX}" ' tool='
+}
+
+ct_only_marker_since() {
+	local before=$1 box=$2 kind=$3 new
+	docker exec -t "$box" bash -c 'head -c 0 /dev/null' >/dev/null || return 1
 	CT_BOX=$box ct_wait_job "$before" ' tool=head .* exit=0 ' >/dev/null || return 1
-	new=$(CT_BOX=$box ct_new_jobs "$before")
+	new=$(CT_BOX=$box ct_new_jobs "$before" | grep -E -- "$kind")
 	if [ "$(printf '%s\n' "$new" | wc -l)" -ne 1 ]; then
 		echo "job lines logged besides the marker's:" >&2
 		printf '%s\n' "$new" >&2

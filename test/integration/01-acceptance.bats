@@ -4,7 +4,7 @@
 load helpers
 
 setup_file() {
-	tr_start
+	tr_start "spill_dir = $BATS_FILE_TMPDIR/spill"
 	make_lines "$TR_DIR/large_file.txt" 100000
 }
 
@@ -28,14 +28,20 @@ teardown_file() {
 	jobs_since "$n" | grep -q ' tool=grep '
 }
 
-@test "01-acceptance-large: cat large_file.txt comes back truncated, with the marker" {
+@test "01-acceptance-large: cat large_file.txt comes back as its head and tail, with the marker between" {
 	f="$TR_DIR/large_file.txt"
 	run --separate-stderr tr_bash "cat $f"
 	[ "$status" -eq 0 ]
-	kept=$(head -n 200 "$f")
-	dropped=$(($(stat -c %s "$f") - $(head -n 200 "$f" | wc -c)))
-	[ "$output" = "$kept
-...[truncated: $dropped bytes, 99800 lines omitted]" ]
+	# Half of max_lines = 200 each side: the line budget binds first.
+	head=$(head -n 100 "$f")
+	tail=$(tail -n 100 "$f")
+	dropped=$(($(stat -c %s "$f") - $(head -n 100 "$f" | wc -c) - $(tail -n 100 "$f" | wc -c)))
+	[ "${#lines[@]}" -eq 201 ]
+	[[ "$output" == "$head
+...[toolrun cut 99800 lines ($dropped bytes) of cat's stdout here: lines 101-99900 of 100000; the whole stdout is in $BATS_FILE_TMPDIR/spill/$(id -u)/"*"-stdout.log]
+$tail" ]]
+	# The whole file is kept where the marker says.
+	cmp "$(spill_path_in "${lines[100]}")" "$f"
 }
 
 @test "01-acceptance-large-pipeline: only the agent-facing stage of cat large_file.txt | grep is cut" {

@@ -4,7 +4,7 @@
 load helpers
 
 setup_file() {
-	tr_start "truncate = sink"
+	tr_start "truncate = sink" "spill_dir = $BATS_FILE_TMPDIR/spill"
 	make_lines "$TR_DIR/big" 50000
 }
 
@@ -42,17 +42,34 @@ teardown_file() {
 	jobs_since "$n" | grep -q 'tool=cat .*stdout=direct'
 }
 
+# big_marker WHOSE STREAM: the marker for big cut to its first and last
+# 100 lines, up to the name of the spill file ("cat's stdout" stdout).
+big_marker() {
+	local dropped
+	dropped=$(($(stat -c %s "$TR_DIR/big") - $(head -n 100 "$TR_DIR/big" | wc -c) \
+		- $(tail -n 100 "$TR_DIR/big" | wc -c)))
+	echo "...[toolrun cut 49800 lines ($dropped bytes) of $1 here: lines 101-49900 of 50000; the whole $2 is in $BATS_FILE_TMPDIR/spill/$(id -u)/"
+}
+
 @test "07-sink-agent-stdout: the agent's stdout is shaped" {
 	run --separate-stderr tr_bash "cat $TR_DIR/big"
 	[ "${#lines[@]}" -eq 201 ]
-	[[ "${lines[200]}" == "...[truncated: "*" bytes, 49800 lines omitted]" ]]
+	[ "${lines[0]}" = "line 1" ]
+	[ "${lines[99]}" = "line 100" ]
+	[[ "${lines[100]}" == "$(big_marker "cat's stdout" stdout)"*"-stdout.log]" ]]
+	[ "${lines[101]}" = "line 49901" ]
+	[ "${lines[200]}" = "line 50000" ]
 }
 
 @test "07-sink-agent-stderr: the agent's stderr is shaped too" {
+	# cat's stdout and stderr are then one pipe: its "output".
 	run --separate-stderr tr_bash "cat $TR_DIR/big >&2"
 	[ -z "$output" ]
-	[ "$(printf '%s\n' "$stderr" | wc -l)" -eq 201 ]
-	[[ "$stderr" == *"...[truncated: "*" bytes, 49800 lines omitted]" ]]
+	mapfile -t err <<<"$stderr"
+	[ "${#err[@]}" -eq 201 ]
+	[ "${err[0]}" = "line 1" ]
+	[[ "${err[100]}" == "$(big_marker "cat's output" output)"*"-stdout.log]" ]]
+	[ "${err[200]}" = "line 50000" ]
 }
 
 @test "07-sink-last-stage: in a pipeline only the last stage reaches the agent" {
@@ -65,10 +82,13 @@ teardown_file() {
 }
 
 @test "07-sink-bytes-first: the byte limit applies before the line limit" {
+	# One line of 5001 bytes: its first and last 2000 bytes are kept.
 	printf '%05000d\n' 0 >"$TR_DIR/long-line"
-	run tr_bash "cat $TR_DIR/long-line"
-	[ "${#lines[0]}" -eq 4000 ]
-	[ "${lines[1]}" = "...[truncated: 1001 bytes, 0 lines omitted]" ]
+	run --separate-stderr tr_bash "cat $TR_DIR/long-line"
+	[ "${#lines[@]}" -eq 3 ]
+	[ "${lines[0]}" = "$(head -c 2000 "$TR_DIR/long-line")" ]
+	[[ "${lines[1]}" == "...[toolrun cut 1001 bytes of cat's stdout here: bytes 2001-3001 of 5001, inside line 1; the whole stdout is in $BATS_FILE_TMPDIR/spill/$(id -u)/"*"-stdout.log]" ]]
+	[ "${lines[2]}" = "$(head -c 1999 "$TR_DIR/long-line")" ]
 }
 
 # A bash that has the library from its first instruction, as every

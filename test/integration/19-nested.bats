@@ -7,7 +7,7 @@
 load helpers
 
 setup_file() {
-	tr_start
+	tr_start "spill_dir = $BATS_FILE_TMPDIR/spill"
 	printf 'a\nb\n' >"$TR_DIR/ab"
 	make_lines "$TR_DIR/big" 5000
 }
@@ -36,8 +36,15 @@ teardown_file() {
 @test "19-nested-shaped-once: nested output is shaped once, where it reaches the agent" {
 	n=$(tr_job_count)
 	run --separate-stderr tr_bash "find $TR_DIR/big -exec cat {} \\;"
+	# find's stream, cat's lines in it, cut once: one marker.
 	[ "${#lines[@]}" -eq 201 ]
-	[[ "${lines[200]}" == "...[truncated: "*" bytes, 4800 lines omitted]" ]]
+	[ "$(grep -c '^\.\.\.\[toolrun cut ' <<<"$output")" -eq 1 ]
+	[ "${lines[99]}" = "line 100" ]
+	dropped=$(($(stat -c %s "$TR_DIR/big") - $(head -n 100 "$TR_DIR/big" | wc -c) - $(tail -n 100 "$TR_DIR/big" | wc -c)))
+	[[ "${lines[100]}" == "...[toolrun cut 4800 lines ($dropped bytes) of find's stdout here: lines 101-4900 of 5000; the whole stdout is in $BATS_FILE_TMPDIR/spill/$(id -u)/"*"-stdout.log]" ]]
+	[ "${lines[101]}" = "line 4901" ]
+	[ "${lines[200]}" = "line 5000" ]
+	cmp "$(spill_path_in "${lines[100]}")" "$TR_DIR/big"
 	jobs_since "$n" | grep -q ' tool=cat .*stdout=direct'
 	jobs_since "$n" | grep -q ' tool=find .*stdout=[0-9]*B/5000L'
 }

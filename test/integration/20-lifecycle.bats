@@ -73,10 +73,13 @@ wait_log() {
 	tr_write_config "$TOOLRUN_CONFIG" "[tool.cat]" "max_lines = 2"
 	run "$TR_CLI" reload
 	[ "$status" -eq 0 ]
-	# A new one gets the new limit...
-	run tr_bash "cat '$TR_DIR/ten'"
-	[ "${lines[1]}" = "line 2" ]
-	[[ "${lines[2]}" == "...[truncated:"* ]]
+	# A new one gets the new limit: its first line and its last...
+	run --separate-stderr tr_bash "cat '$TR_DIR/ten'"
+	[ "${#lines[@]}" -eq 3 ]
+	[ "${lines[0]}" = "line 1" ]
+	# (spill_dir is the default: a reload would not change it.)
+	[[ "${lines[1]}" == "...[toolrun cut 8 lines (56 bytes) of cat's stdout here: lines 2-9 of 10; the whole stdout is in /"*"/$(id -u)/"*"-stdout.log]" ]]
+	[ "${lines[2]}" = "line 10" ]
 	# ...and the one in flight the old one.
 	cat "$TR_DIR/ten" >"$TR_DIR/feed"
 	wait "$caller"

@@ -25,7 +25,9 @@ setup_file() {
 		NPROC=$((64 + $(tasks_of_uid "$BOMB_UID")))
 		export NPROC
 	fi
-	local config=("[tool.bomb]" "rlimit_nproc = $NPROC" "rlimit_as = ${AS_MIB}M"
+	# No spill file: a flood would fill it up to spill_max, and a daemon
+	# running as nobody could not give it to a root caller anyway.
+	local config=("spill_dir =" "[tool.bomb]" "rlimit_nproc = $NPROC" "rlimit_as = ${AS_MIB}M"
 		"[tool.head]" "rlimit_fsize = 1M" "timeout = 0"
 		"[tool.cat]" "timeout = 3"
 		"[tool.tr]" "timeout = 3")
@@ -204,29 +206,39 @@ memory_bounded() {
 	rm -f "$TR_DIR/direct.big" "$TR_DIR/via.big"
 }
 
-@test "06-output-timeout: cat /dev/zero to the agent ends at the timeout, output cut, memory bounded" {
+@test "06-output-timeout: cat /dev/zero to the agent ends at the timeout, summarised as binary, memory bounded" {
 	output_bomb "cat /dev/zero"
 	[ "$via_status" -eq 124 ]
 	grep -qx 'toolrun: cat: timed out after 3 s' "$TR_DIR/err"
-	# max_bytes of NULs, then the marker line.
-	[ "$(head -c 4000 "$TR_DIR/out" | wc -c)" -eq 4000 ]
-	[ "$(head -c 4000 "$TR_DIR/out" | tr -d '\0' | wc -c)" -eq 0 ]
-	tail -c +4001 "$TR_DIR/out" | grep -aEqx '\.\.\.\[truncated: [0-9]+ bytes, 0 lines omitted\]'
+	# NULs: not one of them, only the summary line of the whole stream.
+	[ "$(wc -l <"$TR_DIR/out")" -eq 1 ]
+	[ "$(tr -d '\0' <"$TR_DIR/out" | wc -c)" -eq "$(wc -c <"$TR_DIR/out")" ]
+	summary='^\[toolrun: binary stdout of cat, ([0-9]+) bytes, data, sha256 [0-9a-f]{64}; the whole stdout is not kept: spill_dir is empty\]$'
+	[[ "$(cat "$TR_DIR/out")" =~ $summary ]]
+	# Far more than the budget went through the listener.
+	[ "${BASH_REMATCH[1]}" -gt $((1024 * 1024)) ]
 	memory_bounded
 }
 
 @test "07-output-serving: while output floods in, other requests are served" {
-	# head, with no timeout, floods until its caller is told to stop.
+	# head, with no timeout, floods until its caller is told to stop. Its
+	# input is text (yes, unlisted, through a FIFO the caller opens), so
+	# that the head part of its output reaches the agent at once: a
+	# binary stream would show nothing before it ends.
 	listener=$(listener_pid)
 	: >"$TR_DIR/rss"
-	rm -f "$TR_DIR/flood.out"
-	"$TR_BASH" "cd / && exec head -c 1T /dev/zero" 2>/dev/null 3>&- > >(cat >"$TR_DIR/flood.out") &
+	rm -f "$TR_DIR/flood.out" "$TR_DIR/flood"
+	mkfifo -m 644 "$TR_DIR/flood"
+	yes 2>/dev/null 3>&- >"$TR_DIR/flood" &
+	feeder=$!
+	"$TR_BASH" "cd / && exec head -c 1T <$TR_DIR/flood" 2>/dev/null 3>&- > >(cat >"$TR_DIR/flood.out") &
 	client=$!
+	# The head part: max_lines / 2 lines of "y".
 	for i in $(seq 1 600); do
-		[ "$(stat -c %s "$TR_DIR/flood.out" 2>/dev/null || echo 0)" -ge 4000 ] && break
+		[ "$(stat -c %s "$TR_DIR/flood.out" 2>/dev/null || echo 0)" -ge 200 ] && break
 		sleep 0.05
 	done
-	[ "$(stat -c %s "$TR_DIR/flood.out")" -ge 4000 ]
+	[ "$(head -c 200 "$TR_DIR/flood.out")" = "$(yes | head -n 100)" ]
 	proc_status "$listener" VmRSS >>"$TR_DIR/rss"
 	small_request_served
 	proc_status "$listener" VmRSS >>"$TR_DIR/rss"
@@ -236,6 +248,8 @@ memory_bounded() {
 	# 128 + SIGTERM: forwarded, the program died of it, and so its caller.
 	wait_job "$client"
 	[ "$job_status" -eq 143 ]
+	# head is gone, so yes ends on a broken pipe.
+	wait_job "$feeder"
 	memory_bounded
 }
 
@@ -245,9 +259,15 @@ memory_bounded() {
 	output_bomb "tr '\\0' '\\n' </dev/zero"
 	[ "$via_status" -eq 124 ]
 	grep -qx 'toolrun: tr: timed out after 3 s' "$TR_DIR/err"
+	# The first 100 empty lines, the marker, the last 100.
 	[ "$(wc -l <"$TR_DIR/out")" -eq 201 ]
-	[ "$(head -n 200 "$TR_DIR/out" | tr -d '\n' | wc -c)" -eq 0 ]
-	tail -n 1 "$TR_DIR/out" | grep -Eqx '\.\.\.\[truncated: [0-9]+ bytes, [0-9]+ lines omitted\]'
+	[ "$(sed '101d' "$TR_DIR/out" | tr -d '\n' | wc -c)" -eq 0 ]
+	marker="^\.\.\.\[toolrun cut ([0-9]+) lines \(([0-9]+) bytes\) of tr's stdout here: lines 101-([0-9]+) of ([0-9]+); the whole stdout is not kept: spill_dir is empty\]$"
+	[[ "$(sed -n 101p "$TR_DIR/out")" =~ $marker ]]
+	cut=${BASH_REMATCH[1]} bytes=${BASH_REMATCH[2]} last=${BASH_REMATCH[3]} total=${BASH_REMATCH[4]}
+	[ "$bytes" -eq "$cut" ]
+	[ "$last" -eq $((total - 100)) ]
+	[ "$cut" -eq $((total - 200)) ]
 	memory_bounded
 }
 
@@ -255,7 +275,17 @@ memory_bounded() {
 	output_bomb "tr '\\0' x </dev/zero"
 	[ "$via_status" -eq 124 ]
 	grep -qx 'toolrun: tr: timed out after 3 s' "$TR_DIR/err"
-	[ "$(head -n 1 "$TR_DIR/out")" = "$(printf 'x%.0s' $(seq 1 4000))" ]
-	tail -n 1 "$TR_DIR/out" | grep -Eqx '\.\.\.\[truncated: [0-9]+ bytes, 0 lines omitted\]'
+	# Its first max_bytes / 2 bytes, the marker on a line of its own, its
+	# last max_bytes / 2 bytes (with no newline, as the line had none).
+	xs=$(printf 'x%.0s' $(seq 1 2000))
+	[ "$(wc -l <"$TR_DIR/out")" -eq 2 ]
+	[ "$(sed -n 1p "$TR_DIR/out")" = "$xs" ]
+	[ "$(sed -n 3p "$TR_DIR/out")" = "$xs" ]
+	[ "$(tail -c 1 "$TR_DIR/out")" = x ]
+	marker="^\.\.\.\[toolrun cut ([0-9]+) bytes of tr's stdout here: bytes 2001-([0-9]+) of ([0-9]+), inside line 1; the whole stdout is not kept: spill_dir is empty\]$"
+	[[ "$(sed -n 2p "$TR_DIR/out")" =~ $marker ]]
+	cut=${BASH_REMATCH[1]} last=${BASH_REMATCH[2]} total=${BASH_REMATCH[3]}
+	[ "$last" -eq $((total - 2000)) ]
+	[ "$cut" -eq $((total - 4000)) ]
 	memory_bounded
 }
