@@ -465,10 +465,8 @@ static void start_daemon(struct bench *b)
 		 "fallback = fail\n"
 		 /* The default's spill and audit log, in the benchmark's own
 		  * directory. */
-		 "spill_dir = %s/spill
-"
-		 "audit_log = %s/audit.jsonl
-",
+		 "spill_dir = %s/spill\n"
+		 "audit_log = %s/audit.jsonl\n",
 		 b->socket, b->tmp, b->tmp);
 	write_file(b->config, text);
 
