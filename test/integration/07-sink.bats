@@ -117,6 +117,8 @@ preloaded_bash() {
 }
 
 @test "07-sink-declared-none: a stream declared empty is not the agent's: nothing is cut" {
-	run preloaded_bash "TOOLRUN_AGENT_STDOUT= TOOLRUN_AGENT_STDERR= cat $TR_DIR/big"
+	# Declared empty from the start: the shell is no agent command either.
+	run bash -c "env -u BASH_ENV TOOLRUN_AGENT_STDOUT= TOOLRUN_AGENT_STDERR= \
+		LD_PRELOAD='$TR_LIB' TR_MARK='$TR_MARK' bash -c 'cat $TR_DIR/big' | cat"
 	[ "${#lines[@]}" -eq 50000 ]
 }

@@ -154,9 +154,16 @@ tr_start_nobody() {
 	{
 		echo "socket = $TR_SOCKET"
 		echo "socket_fallback ="
-		# Beside the socket: a directory the daemon makes for its user.
-		echo "audit_log = $TR_DIR/run/audit.jsonl"
-		echo "spill_dir = $TR_DIR/run/spill"
+		# Beside the socket, a directory the daemon makes for its user,
+		# unless the test sets them.
+		case " $* " in
+		*" audit_log ="*) ;;
+		*) echo "audit_log = $TR_DIR/run/audit.jsonl" ;;
+		esac
+		case " $* " in
+		*" spill_dir ="*) ;;
+		*) echo "spill_dir = $TR_DIR/run/spill" ;;
+		esac
 		echo "user = nobody"
 		echo "allow_uids = root"
 		echo "tools = cat head tr"
