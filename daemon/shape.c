@@ -124,9 +124,11 @@ int shaper_init(struct shaper *s, const struct shape_opts *o)
 	set_budgets(s, o);
 	/* Until the stream is known to be cut, all that follows the head is
 	 * held (at most the budget); then the tail part and the bytes before
-	 * it that say where its first character starts. Head mode holds
-	 * only the head's last few bytes, when its budget closes it. */
-	s->rest.cap = s->tail_bytes ? (size_t)s->budget_bytes + UTF8_MAX : UTF8_MAX;
+	 * it that say where its first character starts. The head's last
+	 * line, when its budget cuts it, moves there too (at most the head's
+	 * budget), so that the file still gets every byte. */
+	s->rest.cap = (s->tail_bytes ? (size_t)s->budget_bytes : 0) + (size_t)s->head_bytes +
+		      UTF8_MAX;
 	s->rest.buf = malloc(s->rest.cap);
 	s->head = malloc(s->head_bytes ? (size_t)s->head_bytes : 1);
 	if (!s->rest.buf || !s->head) {
@@ -217,6 +219,12 @@ static void head_close(struct shaper *s, shape_emit_fn emit, void *ctx)
 	size_t held = s->head_len - s->head_emitted;
 	size_t keep = utf8_keep(s->head + s->head_emitted, held);
 
+	/* Whole lines: a last line the budget cuts goes on to the rest,
+	 * unless it is the only one (then it is cut inside). */
+	const uint8_t *nl = s->head_len ? memrchr(s->head, '\n', s->head_len) : NULL;
+	if (nl && s->head[s->head_len - 1] != '\n')
+		keep = (size_t)(nl - s->head) + 1 - s->head_emitted;
+
 	if (keep)
 		emit(ctx, s->head + s->head_emitted, keep);
 	s->head_emitted += keep;
@@ -247,6 +255,11 @@ static size_t head_take(struct shaper *s, const uint8_t *p, size_t n,
 		safe = s->head_len; /* it ends in '\n': no sequence crosses */
 	if (safe > s->head_len)
 		safe = s->head_len;
+	/* Past the first '\n', only whole lines go out before the head is
+	 * closed: its last line may yet be cut (see head_close). */
+	const uint8_t *nl = memrchr(s->head, '\n', s->head_len);
+	if (nl && safe > (size_t)(nl - s->head) + 1)
+		safe = (size_t)(nl - s->head) + 1;
 	if (safe > s->head_emitted) {
 		emit(ctx, s->head + s->head_emitted, safe - s->head_emitted);
 		s->head_emitted = safe;
@@ -469,6 +482,16 @@ static uint64_t tail_start(const struct shaper *s)
 	if (s->tail_bytes == 0 || s->tail_lines == 0)
 		return n;
 	uint64_t ws = utf8_tail_start(s, n > s->tail_bytes ? n - s->tail_bytes : 0);
+	/* Whole lines: a line the window starts inside goes, unless it is the
+	 * last one. */
+	if (ws > 0 && ws < n && byte_at(s, ws - 1) != '\n') {
+		for (uint64_t y = ws; y + 1 < n; y++) {
+			if (byte_at(s, y) == '\n') {
+				ws = y + 1;
+				break;
+			}
+		}
+	}
 	if (s->tail_lines == NO_LIMIT || n == 0)
 		return ws;
 	/* A '\n' at n - 1 ends the last line; count those before it. */

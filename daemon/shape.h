@@ -13,11 +13,14 @@
  *   head(S, b, l)  the first b bytes of S, less a UTF-8 sequence that
  *                  starts in them and would continue past byte b (its
  *                  lead byte and what follows it go); then the first l
- *                  lines of those.
+ *                  lines of those; then, when that ends inside a line
+ *                  and holds a '\n' before it, up to its last '\n' (a
+ *                  line is cut inside only when it is the only one).
  *   tail(S, b, l)  the last b bytes of S, less the continuation bytes at
  *                  their start of a sequence whose lead byte is before
- *                  them; then the last l lines of those (the first one
- *                  may be the end of a line).
+ *                  them; then, when that starts inside a line and holds
+ *                  a '\n' before its last byte, from after that '\n';
+ *                  then the last l lines of those.
  *   mode head       head(S, B, L), marker
  *   mode tail       marker, tail(S, B, L)
  *   mode head+tail  head(S, B/2, L/2), marker, tail(S, B - B/2, L - L/2)

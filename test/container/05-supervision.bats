@@ -19,7 +19,8 @@ ct_kill_daemon() {
 	[ -n "$KILLED" ] || { echo "no toolrund found in the box" >&2; return 1; }
 	local start
 	start=$(ct_now)
-	docker exec "$CT_BOX" kill -9 "$KILLED"
+	# Not as an agent command: one runs under the daemon it would kill.
+	docker exec -e TOOLRUN=off "$CT_BOX" kill -9 "$KILLED"
 	ct_wait_for "$CT_WAIT" ct_ping
 	echo "# toolrund $KILLED killed; a daemon answered after $(ct_elapsed "$start" "$(ct_now)")s" >&3
 }
@@ -62,7 +63,7 @@ ct_restart_delay() {
 @test "05-supervision: a daemon that exits by itself is restarted too" {
 	local pid
 	pid=$(ct_daemon_pid)
-	docker exec "$CT_BOX" bash -c "kill -TERM $pid"
+	docker exec -e TOOLRUN=off "$CT_BOX" bash -c "kill -TERM $pid"
 	ct_wait_for "$CT_WAIT" bash -c "docker logs '$CT_BOX' 2>&1 | grep -qE 'toolrund \(pid $pid\) exited with status 0(;| after)'"
 	ct_wait_for "$CT_WAIT" ct_ping
 	[ "$(ct_daemon_pid)" != "$pid" ]
@@ -92,27 +93,28 @@ ct_restart_delay() {
 		echo "$code" >"$rc"
 	) &
 	local client=$!
-	ct_wait_for "$CT_WAIT" bash -c "docker exec '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -qx tail"
+	ct_wait_for "$CT_WAIT" bash -c "docker exec -e TOOLRUN=off '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -qx tail"
 	ct_kill_daemon
 	# It ends by itself (tail -f never would).
 	ct_wait_for "$CT_WAIT" test -s "$rc" || {
 		echo "# the client did not end; stderr: $(cat "$err")" >&3
-		docker exec "$CT_BOX" bash -c 'for d in /proc/[0-9]*; do echo "# ${d#/proc/} $(cat $d/comm) $(cut -d" " -f3-5 $d/stat)"; done' >&3
+		docker exec -e TOOLRUN=off "$CT_BOX" bash -c 'for d in /proc/[0-9]*; do echo "# ${d#/proc/} $(cat $d/comm) $(cut -d" " -f3-5 $d/stat)"; done' >&3
 		ct_log | tail -n 8 | sed 's/^/# /' >&3
 		return 1
 	}
 	wait "$client"
 	[ "$(cat "$rc")" -ne 0 ]
+	# The agent's command, which runs under the daemon, ends with it.
 	[ "$(wc -l <"$err")" -eq 1 ]
-	grep -E '^toolrun: tail: ' "$err"
+	grep -E '^toolrun: bash: lost connection to toolrund' "$err"
 	[ "$(cat "$out")" = $'alpha\nbeta\ngamma\nbeta' ]
 	# The program did not outlive its daemon.
-	ct_wait_for "$CT_WAIT" bash -c "[ -z \"\$(docker exec '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -x tail)\" ]"
+	ct_wait_for "$CT_WAIT" bash -c "[ -z \"\$(docker exec -e TOOLRUN=off '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -x tail)\" ]"
 }
 
 @test "05-supervision: a command started while the daemon restarts waits for it and runs" {
 	KILLED=$(ct_daemon_pid)
-	docker exec "$CT_BOX" bash -c "kill -9 $KILLED"
+	docker exec -e TOOLRUN=off "$CT_BOX" bash -c "kill -9 $KILLED"
 	# The dead daemon's socket is left; the client waits (wait_daemon)
 	# for the one toolrun-init starts, instead of failing at once.
 	run --separate-stderr docker exec "$CT_BOX" bash -lc 'cat words.txt'
@@ -134,12 +136,13 @@ ct_restart_delay() {
 }
 
 @test "05-supervision: PID 1 reaps orphans: no zombie is left" {
-	# The exec'd shell exits at once; its children become PID 1's. Once
-	# they have ended, none may be left as a zombie: wait for that state
-	# (an unreaped orphan would stay a zombie for ever).
-	docker exec "$CT_BOX" bash -c '(exec -a orphan-a sleep 0.2 &) ; (exec -a orphan-b sleep 0.3 &); exit 0'
+	# The exec'd shell exits at once; its children become PID 1's (not
+	# an agent command's, whose orphans are the launcher's). Once they
+	# have ended, none may be left as a zombie: wait for that state (an
+	# unreaped orphan would stay a zombie for ever).
+	docker exec -e TOOLRUN=off "$CT_BOX" bash -c '(exec -a orphan-a sleep 0.2 &) ; (exec -a orphan-b sleep 0.3 &); exit 0'
 	ct_no_orphans() {
-		run docker exec "$CT_BOX" bash -c '
+		run docker exec -e TOOLRUN=off "$CT_BOX" bash -c '
 			for d in /proc/[0-9]*; do
 				read -r stat <"$d/stat" 2>/dev/null || continue
 				set -- ${stat##*) }

@@ -19,17 +19,18 @@ setup() { ct_setup; }
 	[ "$output" -ge 1 ]
 }
 
-@test "09-env-preload: bash -lc is not restarted: its first exec image is docker's, without a declaration" {
-	# A restart would exec bash again with the declaration exported, so
-	# the process's initial environment (/proc/PID/environ) would hold it.
+@test "09-env-preload: bash -lc is an agent command: toolrund starts it with its streams declared" {
+	# The first exec image of the shell is toolrund's (its parent is the
+	# launcher), with the declaration of the pipes toolrund gave it.
 	run --separate-stderr docker exec "$CT_BOX" bash -lc '
 		n=0
 		while IFS= read -r -d "" v; do
 			case $v in TOOLRUN_AGENT_*) n=$((n + 1)) ;; esac
 		done </proc/$$/environ
-		echo "initial=$n declared=${TOOLRUN_AGENT_STDOUT:+yes}"'
+		read -r parent </proc/$PPID/comm
+		echo "initial=$n declared=${TOOLRUN_AGENT_STDOUT:+yes} parent=$parent"'
 	[ "$status" -eq 0 ]
-	[ "$output" = "initial=0 declared=yes" ]
+	[[ "$output" == "initial=2 declared=yes parent=toolrund-launch"* ]]
 	[ -z "$stderr" ]
 }
 

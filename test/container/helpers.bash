@@ -144,7 +144,7 @@ ct_sh() {
 # The pid of the serving toolrund (the child of PID 1 named toolrund),
 # found by scanning /proc with bash alone (no procps needed).
 ct_daemon_pid() {
-	docker exec "${1:-$CT_BOX}" bash -c '
+	docker exec -e TOOLRUN=off "${1:-$CT_BOX}" bash -c '
 		for d in /proc/[0-9]*; do
 			read -r comm <"$d/comm" 2>/dev/null || continue
 			[ "$comm" = toolrund ] || continue
@@ -156,7 +156,7 @@ ct_daemon_pid() {
 
 # Pids of the processes named NAME in the box.
 ct_pids_named() {
-	docker exec "$CT_BOX" bash -c '
+	docker exec -e TOOLRUN=off "$CT_BOX" bash -c '
 		for d in /proc/[0-9]*; do
 			read -r comm <"$d/comm" 2>/dev/null || continue
 			[ "$comm" = "$1" ] && echo "${d#/proc/}"

@@ -64,9 +64,15 @@ def head_end(s, b, l):
         for _ in range(l):
             nl = s.find(b"\n", pos, end)
             if nl < 0:
-                return end
+                break
             pos = nl + 1
-        return pos
+        else:
+            return pos
+    # Whole lines: a line the budget cuts goes, unless it is the only one.
+    if 0 < end < len(s) and s[end - 1] != 0x0A:
+        nl = s.rfind(b"\n", 0, end)
+        if nl >= 0:
+            end = nl + 1
     return end
 
 
@@ -86,6 +92,12 @@ def tail_start(s, b, l):
             end = i + seq_len(s[i])
             while ws < min(end, n) and is_cont(s[ws]):
                 ws += 1
+    # Whole lines: a line the window starts inside goes, unless it is the
+    # last one.
+    if 0 < ws < n and s[ws - 1] != 0x0A:
+        nl = s.find(b"\n", ws, n - 1)
+        if nl >= 0:
+            ws = nl + 1
     if l is NO_LIMIT:
         return ws
     # The last l lines of s[ws:]: a '\n' at n - 1 ends the last one.

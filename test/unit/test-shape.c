@@ -176,11 +176,18 @@ static void test_marker_inside_lines(void **state)
 	check("aaaa\nbbbb\n", 4, 0, SHAPE_HEAD_TAIL,
 	      "aa\n...[toolrun cut 6 bytes of stdout here: bytes 3-8 of 10, the rest of "
 	      "line 1 and the start of line 2" NK "b\n");
-	/* A whole line, then the start of the next. */
+	/* A whole line, then the start of the next (the last). */
 	check("aaaa\nbbbb\ncccc\n", 0, 0, SHAPE_TAIL, "aaaa\nbbbb\ncccc\n");
+	check("aaaa\nbbbb", 3, 0, SHAPE_TAIL,
+	      "...[toolrun cut 6 bytes of stdout here: bytes 1-6 of 9, line 1 and the "
+	      "start of line 2" NK "bbb");
+	/* The budget cuts a line while whole ones are there: the cut moves
+	 * to a line's end (the head) or start (the tail). */
 	check("aaaa\nbbbb\ncccc\n", 7, 0, SHAPE_TAIL,
-	      "...[toolrun cut 8 bytes of stdout here: bytes 1-8 of 15, line 1 and the "
-	      "start of line 2" NK "b\ncccc\n");
+	      "...[toolrun cut 2 lines (10 bytes) of stdout here: lines 1-2 of 3" NK "cccc\n");
+	check("line one\nline two\nline three\nline four\nline five\n", 24, 0, SHAPE_HEAD_TAIL,
+	      "line one\n...[toolrun cut 3 lines (30 bytes) of stdout here: lines 2-4 of 5" NK
+	      "line five\n");
 	/* The rest of a line and the lines after it. */
 	check("aaaa\nbbbb\ncccc\n", 3, 0, SHAPE_HEAD,
 	      "aaa\n...[toolrun cut 12 bytes of stdout here: bytes 4-15 of 15, the rest of "
