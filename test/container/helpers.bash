@@ -223,29 +223,31 @@ ct_markers() {
 }
 
 # ct_shaped_and_whole FILE UID: `cat FILE` under bash -lc reaches the
-# agent as its head and its tail, with one marker between and no error;
-# into a pipe, every byte; and the daemon logged the command and the cat
-# in it for UID. FILE is longer than the budget (4000 bytes, 200 lines)
-# and its lines average more than 20 bytes, so that the byte budget binds
-# (its first and last 2000 bytes are kept), and byte 2000 is inside a
-# line, so that the marker counts bytes: as in CT_BIG.
+# agent as the shipped budget (4000 bytes, 200 lines, head and tail)
+# shapes it, byte for byte as the reference model (shape-ref.py) says,
+# with one marker that names the file keeping the whole, which holds every
+# byte; into a pipe, every byte; and the daemon logged the command and the
+# cat in it for UID. FILE is longer than the budget, as CT_BIG is.
 ct_shaped_and_whole() {
-	local file=$1 uid=$2 before size first last marker
+	local file=$1 uid=$2 before size expected got marker path
 	size=$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" wc -c "$file")
 	size=${size%% *}
-	first=$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" head -n 1 "$file")
-	last=$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" tail -n 1 "$file")
+	expected=$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" cat "$file" |
+		python3 "$CT_SRC/test/differential/shape-ref.py" --spill SPILL 4000 200)
 	before=$(ct_job_count)
 	run --separate-stderr docker exec "$CT_BOX" bash -lc "cat $file"
 	[ "$status" -eq 0 ]
 	[ -z "$stderr" ]
 	marker=$(ct_markers "$output")
 	[ "$(wc -l <<<"$marker")" -eq 1 ]
-	[[ $marker == "...[toolrun cut $((size - 4000)) bytes of stdout here: bytes 2001-$((size - 2000)) of $size, "*"; the whole stdout is in /tmp/toolrun-output/$uid/"*"-stdout.log]" ]]
-	[ "${lines[0]}" = "$first" ]
-	[ "${lines[-1]}" = "$last" ]
+	path=$(sed -n "s#.*the whole stdout is in \\(/tmp/toolrun-output/$uid/[^] ]*-stdout\\.log\\)\\]\$#\\1#p" <<<"$marker")
+	[ -n "$path" ]
+	got=$(sed "s#$path#SPILL#" <<<"$output")
+	[ "$got" = "$expected" ]
 	# The budget and the marker's line, nothing more.
 	[ "${#output}" -le $((4000 + ${#marker} + 1)) ]
+	run docker exec -e TOOLRUN=off "$CT_BOX" cmp "$path" "$file"
+	[ "$status" -eq 0 ]
 	run --separate-stderr docker exec "$CT_BOX" bash -lc "cat $file | wc -c"
 	[ "$output" = "$size" ]
 	# The command is shaped as a whole; cat in it writes straight there.
