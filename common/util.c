@@ -1,7 +1,11 @@
 #include "util.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int write_all(int fd, const void *buf, size_t len)
 {
@@ -65,4 +69,19 @@ const char *path_base_name(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	return slash ? slash + 1 : path;
+}
+
+DIR *dir_open_at(int dirfd, const char *path, int flags)
+{
+	int fd = path[0] ? openat(dirfd, path, flags | O_DIRECTORY | O_CLOEXEC)
+			 : fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return NULL;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return d;
 }

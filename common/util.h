@@ -14,6 +14,7 @@
 #ifndef TOOLRUN_UTIL_H
 #define TOOLRUN_UTIL_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,6 +80,11 @@ const char *errno_text(int err);
 /* CLOCK_MONOTONIC in milliseconds and in microseconds: the one clock of
  * every timer, deadline and duration (async-signal-safe). */
 int64_t monotonic_ms(void);
+
+/* A directory stream for path, opened from dirfd with flags (O_DIRECTORY
+ * and O_CLOEXEC are added); with path "", one of its own over dirfd (a
+ * copy: dirfd stays the caller's). NULL with errno set. */
+DIR *dir_open_at(int dirfd, const char *path, int flags);
 
 /* The last component of a path ("cat" of "/usr/bin/cat"). */
 const char *path_base_name(const char *path);

@@ -91,13 +91,9 @@ static DIR *open_proc(int *proc)
 	*proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (*proc < 0)
 		return NULL;
-	int scan = dup(*proc);
-	DIR *d = scan >= 0 ? fdopendir(scan) : NULL;
-	if (!d) {
-		if (scan >= 0)
-			close(scan);
+	DIR *d = dir_open_at(*proc, "", 0);
+	if (!d)
 		close_fd(proc);
-	}
 	return d;
 }
 
@@ -164,14 +160,9 @@ static bool process_writes(int proc, pid_t pid, dev_t dev, ino_t ino)
 	char path[32];
 
 	snprintf(path, sizeof(path), "%d/fd", (int)pid);
-	int fdir = openat(proc, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fdir < 0)
+	DIR *d = dir_open_at(proc, path, O_RDONLY);
+	if (!d)
 		return false; /* gone, or not ours to look at */
-	DIR *d = fdopendir(fdir);
-	if (!d) {
-		close(fdir);
-		return false;
-	}
 	bool found = false;
 	struct dirent *e;
 	while (!found && (e = readdir(d))) {

@@ -200,14 +200,9 @@ static bool unlink_in(const struct root *r, const char *uid, const char *name)
 static bool sweep_uid_dir(const struct root *r, const char *uid, time_t expired,
 			  struct spilled **v, size_t *n, size_t *cap)
 {
-	int fd = openat(r->fd, uid, DIR_FLAGS);
-	if (fd < 0)
+	DIR *d = dir_open_at(r->fd, uid, DIR_FLAGS);
+	if (!d)
 		return true;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return true;
-	}
 	bool ok = true;
 	struct dirent *e;
 	while (ok && (e = readdir(d))) {
@@ -243,13 +238,9 @@ static bool sweep_uid_dir(const struct root *r, const char *uid, time_t expired,
  * caller waits for and a full disk fails its own way. */
 static void clean_up(const struct root *r, const struct config *cfg, time_t now)
 {
-	int scan = dup(r->fd);
-	DIR *d = scan >= 0 ? fdopendir(scan) : NULL;
-	if (!d) {
-		if (scan >= 0)
-			close(scan);
+	DIR *d = dir_open_at(r->fd, "", 0);
+	if (!d)
 		return;
-	}
 	time_t expired = now - (time_t)cfg->spill_expire_s;
 	struct spilled *v = NULL;
 	size_t n = 0, cap = 0;
