@@ -56,6 +56,35 @@ spill_of() {
 	[ "$output" = "BUILD FAILED" ]
 }
 
+@test "12-agent-output: binary output is one line with its SHA-256, the whole kept" {
+	local sum
+	sum=$(docker exec -e TOOLRUN=off "$CT_BOX" bash -c 'head -c 100000 /usr/bin/bash | sha256sum')
+	run --separate-stderr docker exec "$CT_BOX" bash -lc 'head -c 100000 /usr/bin/bash'
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == "[toolrun: binary stdout, 100000 bytes, ELF, sha256 ${sum%% *}; the whole stdout is in /tmp/toolrun-output/1000/"*"-stdout.log]" ]]
+}
+
+@test "12-agent-output: command_timeout ends the whole command with 124 and one line" {
+	# The shipped 300 s, shortened in a copy mounted into a box of its own.
+	local conf="$BATS_TEST_TMPDIR/toolrun.conf" box
+	docker run --rm --entrypoint cat "$CT_IMAGE" /etc/toolrun/toolrun.conf |
+		sed -E 's/^command_timeout *=.*/command_timeout = 3/' >"$conf"
+	chmod 0644 "$conf"
+	grep -qx 'command_timeout = 3' "$conf"
+	box=$(ct_start timeout --config "$conf")
+	run --separate-stderr docker exec "$box" bash -lc 'echo started; sleep 600 & sleep 600; echo never'
+	[ "$status" -eq 124 ]
+	[ "$output" = started ]
+	[ "$stderr" = "toolrun: the command timed out after 3 s (command_timeout) and was killed, with every process it started" ]
+	# Nothing of it is left (once reaped).
+	no_sleep() {
+		[ -z "$(docker exec -e TOOLRUN=off "$box" bash -c \
+			'for d in /proc/[0-9]*; do read -r c <$d/comm 2>/dev/null && [ "$c" = sleep ] && echo "$d"; done; true')" ]
+	}
+	ct_wait_for "$CT_WAIT" no_sleep
+}
+
 @test "12-agent-output: the audit log has the commands, and verify names a changed line" {
 	docker exec "$CT_BOX" bash -lc 'echo audited-command-marker'
 	run docker exec "$CT_BOX" bash -lc 'toolrun audit verify'
