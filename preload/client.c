@@ -767,7 +767,10 @@ void client_run(const struct client_call *call, struct client_result *res)
 	if (call->command) {
 		sink_decide_command(&cl.sink);
 	} else {
-		struct limits limits = config_tool_limits(call->cfg, call->tool);
+		/* `toolrun run` of a program the config does not list: the
+		 * daemon says why it will not run it. */
+		struct limits limits = call->tool >= 0 ? config_tool_limits(call->cfg, call->tool)
+						       : call->cfg->defaults;
 		sink_decide(call->cfg, &limits, call->envp, &cl.sink);
 	}
 	cl.cwd_fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
