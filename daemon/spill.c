@@ -323,7 +323,9 @@ int spill_open(const struct config *cfg, uid_t uid, uint64_t job, const char *st
 		close_fd(&r.fd);
 		return rc;
 	}
+	/* r.fd is closed on every way out, as root_fd. */
 	_cleanup_close_ int root_fd = r.fd;
+	(void)root_fd;
 	_cleanup_close_ int dir = open_uid_dir(&r, uid, reason, reason_len);
 	if (dir < 0)
 		return dir;

@@ -276,6 +276,24 @@ static void check_environment(const Toolrun__Request *req, const char *tool,
 	free(env);
 }
 
+/* An agent command's environment: the request's entries as they are, in
+ * order, then the daemon's (here none); never the marker. */
+static void check_command_environment(const Toolrun__Request *req)
+{
+	ProtobufCBinaryData *env = NULL;
+	size_t n = 0;
+
+	if (policy_environment(req, &cfg, &cfg.defaults, NULL, 0, &env, &n) < 0)
+		return;
+	CHECK(env != NULL);
+	CHECK(n == req->n_envp);
+	for (size_t i = 0; i < n; i++) {
+		touch(env[i].data, env[i].len);
+		CHECK(env[i].data == req->envp[i].data && env[i].len == req->envp[i].len);
+	}
+	free(env);
+}
+
 static void check_request(const Toolrun__Request *req, unsigned nfds, int cwd_fd)
 {
 	struct policy_decision d;
@@ -284,10 +302,35 @@ static void check_request(const Toolrun__Request *req, unsigned nfds, int cwd_fd
 	enum policy_verdict v = policy_check(&cfg, req, nfds, cwd_fd, &d);
 	if (trace)
 		fprintf(stderr, "  Request: %s%s%s\n",
-			v == POLICY_RUN ? "run " : v == POLICY_NOT_LISTED ? "not listed" : "malformed: ",
-			v == POLICY_RUN ? config_tool_name(&cfg, d.tool) : "",
+			v == POLICY_RUN ? "run " : v == POLICY_NOT_LISTED ? "not listed"
+						   : v == POLICY_COMMANDS_OFF ? "commands off" : "malformed: ",
+			v == POLICY_RUN ? (d.tool >= 0 ? config_tool_name(&cfg, d.tool) : "a command") : "",
 			v == POLICY_MALFORMED ? d.error : "");
 	CHECK(memchr(d.error, '\0', sizeof(d.error)) != NULL);
+	if (req->command) {
+		/* An agent command: no tool; the command's limits. */
+		CHECK(v != POLICY_NOT_LISTED);
+		if (v == POLICY_RUN) {
+			struct limits want = policy_command_limits(&cfg);
+			CHECK(d.tool == -1);
+			CHECK(d.limits.max_bytes == want.max_bytes &&
+			      d.limits.max_lines == want.max_lines &&
+			      d.limits.timeout_s == cfg.command_timeout_s &&
+			      d.limits.shape == want.shape && d.limits.network == NETWORK_ALLOW &&
+			      d.limits.env_allow_len == 0 && d.limits.env_deny_len == 0);
+			for (int r = 0; r < POLICY_RLIMIT_COUNT; r++)
+				CHECK(d.limits.rlimit[r] == POLICY_UNLIMITED);
+			CHECK(d.shape_stdout == req->shape_stdout);
+			CHECK(d.shape_stderr == req->shape_stderr);
+			CHECK(nfds == req->n_fds + 1);
+			check_command_environment(req);
+		} else if (v == POLICY_COMMANDS_OFF) {
+			CHECK(!cfg.agent_commands);
+		}
+		if (v != POLICY_MALFORMED)
+			CHECK(d.error[0] == '\0');
+		return;
+	}
 	switch (v) {
 	case POLICY_RUN:
 		CHECK(d.tool >= 0 && (unsigned)d.tool < cfg.ntools);
