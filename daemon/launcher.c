@@ -415,9 +415,11 @@ static void reap(struct launcher *L)
 		if (!*at)
 			continue; /* an orphan we adopted as subreaper */
 
-		/* The leader is gone: end what remains of its group now, while
-		 * the group id cannot yet have been reused. */
-		kill(-pid, SIGKILL);
+		/* The leader is gone: end what remains of a tool's group now,
+		 * while the group id cannot yet have been reused. A command's
+		 * background processes live on, as after `docker exec`. */
+		if (!(*at)->command)
+			kill(-pid, SIGKILL);
 		if (!(*at)->released) {
 			Toolrun__Launcher__Exited e = TOOLRUN__LAUNCHER__EXITED__INIT;
 			Toolrun__Launcher__FromLauncher m =

@@ -102,6 +102,16 @@ split_marker() {
 	[ "$(tail -n +2 <<<"$output")" = "$expected" ]
 }
 
+@test "22-commands-background: a command's background process outlives it, as after docker exec" {
+	run tr_agent 'sleep 3004 >/dev/null 2>&1 & echo $!'
+	[ "$status" -eq 0 ]
+	pid=$output
+	[ -d "/proc/$pid" ]
+	[ "$(tr -d '\0' <"/proc/$pid/cmdline")" = sleep3004 ]
+	kill "$pid"
+	wait_for 30 gone "$pid"
+}
+
 @test "22-commands-off: TOOLRUN=off leaves the command alone" {
 	run env TOOLRUN=off LD_PRELOAD="$TR_LIB" TOOLRUN_CONFIG="$TOOLRUN_CONFIG" bash -c 'seq 1 1000'
 	[ "${#lines[@]}" -eq 1000 ]
