@@ -11,7 +11,8 @@
 # (cat A, cat B, true A, true B) for N rounds (default 50, at most 1000)
 # after 3 warm-up rounds of each, and prints the median and p90 of each
 # and the ratio of the medians, A/B, per call. It checks that every cat A
-# call went through toolrund (one job line each) and no other call did.
+# call went through toolrund (one tool job line each) and no other call
+# ran a tool there. Every A call is an agent command, run by toolrund whole.
 #
 # Also prints the image's size, and with --build the time to build the
 # image from the local base image without the layer cache.
@@ -87,7 +88,9 @@ if [ -z "$box" ]; then
 fi
 hostname=$(docker exec "$box" cat /etc/hostname)
 
-jobs() { docker logs "$box" 2>&1 | grep -c ' info: job [0-9]* uid=' || true; }
+# Listed tools' job lines (each A call is an agent command too, whose
+# own line says command=).
+jobs() { docker logs "$box" 2>&1 | grep -c ' info: job [0-9]* uid=[0-9]* tool=' || true; }
 
 # one CALL MODE: time one call (cat or true, on or off) in ms (3
 # decimals); check its output.
