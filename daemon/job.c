@@ -295,11 +295,6 @@ void job_not_run(struct job *j, int code, int exec_errno, const char *reason)
 	job_report(j, &r);
 }
 
-void job_resume_output(struct job *j)
-{
-	output_resume(j);
-}
-
 static void kill_timed_out(struct job *j)
 {
 	log_info("job %llu: %s timed out after %u s; killing its %s",
@@ -467,7 +462,7 @@ void job_client_gone(struct job *j)
 {
 	j->conn = NULL;
 	j->client_gone = true;
-	job_resume_output(j); /* nobody to wait for: drain */
+	output_resume(j); /* nobody to wait for: drain */
 	if (j->spawned && !j->exited)
 		end_job(j);
 	else if (j->exited)

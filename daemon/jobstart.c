@@ -158,10 +158,9 @@ static struct job *job_new(struct conn *c, const Toolrun__Request *req)
 	j->caller_pid = c->pid;
 	j->command = req->command;
 	j->command_job = req->command ? 0 : command_of(req);
-	j->start_ms = (int64_t)time(NULL) * 1000;
 	struct timespec now;
-	if (clock_gettime(CLOCK_REALTIME, &now) == 0)
-		j->start_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	clock_gettime(CLOCK_REALTIME, &now);
+	j->start_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 	for (int i = 0; i < 2; i++)
 		j->out[i] = (struct job_stream){.job = j, .fd = -1, .ev.fd = -1,
 						.spill.fd = -1};

@@ -142,7 +142,7 @@ bool conn_flush(struct conn *c)
 		mask |= EPOLLOUT;
 	event_modify(&L->loop, &c->ev, mask);
 	if (c->job && c->out.bytes < OUTQ_LOW)
-		job_resume_output(c->job);
+		output_resume(c->job);
 	return true;
 }
 

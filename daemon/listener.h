@@ -212,7 +212,6 @@ void job_reader_gone(struct job *j, Toolrun__Stream stream);
 void job_on_spawned(struct listener *L, uint64_t id, pid_t pid, int err,
 		    unsigned step);
 void job_on_exited(struct listener *L, uint64_t id, int wait_status);
-void job_resume_output(struct job *j);
 void job_stop_all(struct listener *L);
 void job_on_input_state(struct listener *L, uint64_t id, bool producer_running);
 /* The launcher's answer to OpenSpill: fd >= 0, or the reason. */

@@ -67,18 +67,26 @@ bool sink_reaches_agent(int fd, bool with_tty)
 	return fstat(fd, &st) == 0 && reaches_agent_by_kind(fd, &st, with_tty);
 }
 
+/* Which of stdout and stderr are shaped; stdout and stderr that are one
+ * open file, both shaped, are one stream. */
+static void set_decision(struct sink_decision *out, const bool shape[2],
+			 const struct stat st[2])
+{
+	out->shape_stdout = shape[0];
+	out->shape_stderr = shape[1];
+	out->joined = shape[0] && shape[1] && st[0].st_dev == st[1].st_dev &&
+		      st[0].st_ino == st[1].st_ino;
+}
+
 void sink_decide_command(struct sink_decision *out)
 {
 	struct stat st[2];
-	bool open_fd[2];
+	bool shape[2];
 
 	for (int i = 0; i < 2; i++)
-		open_fd[i] = fstat(1 + i, &st[i]) == 0 &&
-			     reaches_agent_by_kind(1 + i, &st[i], false);
-	out->shape_stdout = open_fd[0];
-	out->shape_stderr = open_fd[1];
-	out->joined = open_fd[0] && open_fd[1] && st[0].st_dev == st[1].st_dev &&
-		      st[0].st_ino == st[1].st_ino;
+		shape[i] = fstat(1 + i, &st[i]) == 0 &&
+			   reaches_agent_by_kind(1 + i, &st[i], false);
+	set_decision(out, shape, st);
 }
 
 void sink_decide(const struct config *cfg, const struct limits *limits,
@@ -86,6 +94,7 @@ void sink_decide(const struct config *cfg, const struct limits *limits,
 {
 	static const char out_key[] = "TOOLRUN_AGENT_STDOUT=";
 	static const char err_key[] = "TOOLRUN_AGENT_STDERR=";
+	static const char command_key[] = "TOOLRUN_COMMAND=";
 	struct stat st[2];
 	bool open_fd[2];
 	struct identity declared[2] = {{0}, {0}};
@@ -96,7 +105,8 @@ void sink_decide(const struct config *cfg, const struct limits *limits,
 	/* Inside an agent command, its budget bounds what reaches the agent;
 	 * a tool adds a bound of its own only where its section sets one. */
 	struct limits own = *limits;
-	if (env_value(envp, "TOOLRUN_COMMAND=", 16) && cfg->truncate == TRUNCATE_SINK &&
+	if (env_value(envp, command_key, sizeof(command_key) - 1) &&
+	    cfg->truncate == TRUNCATE_SINK &&
 	    !(own.from_section & (LIMIT_SET_MAX_BYTES | LIMIT_SET_MAX_LINES)))
 		own.max_bytes = own.max_lines = 0;
 	limits = &own;
@@ -121,10 +131,7 @@ void sink_decide(const struct config *cfg, const struct limits *limits,
 				   (declared[1].set && declared[1].dev == st[i].st_dev &&
 				    declared[1].ino == st[i].st_ino);
 	}
-	out->shape_stdout = shape[0];
-	out->shape_stderr = shape[1];
-	out->joined = shape[0] && shape[1] && st[0].st_dev == st[1].st_dev &&
-		      st[0].st_ino == st[1].st_ino;
+	set_decision(out, shape, st);
 }
 
 /* "DEV:INO" of fd if it can reach the agent, else "" (declared: not). */
