@@ -117,14 +117,16 @@ $(without_pids <<<"$stderr")"
 
 @test "18-state-stop-cont: a job stopped and continued stops and continues the program" {
 	# Each state is waited for (at most 30 s), not given a fixed time: on
-	# a loaded machine the stop may take a while to reach the program.
+	# a loaded machine the stop may take a while to reach the program, and
+	# a continued program is running (R) for a moment before it sleeps
+	# again (S).
 	line="set -m; $TR_PROBE pid > pid & until [ -s pid ]; do sleep 0.02; done
 		state() { cut -d' ' -f3 /proc/\$(cat pid)/stat; }
 		kill -TSTP %1
 		for i in \$(seq 1 600); do [ \$(state) = T ] && [[ \$(jobs) == *Stopped* ]] && break; sleep 0.05; done
 		jobs; echo \"program state \$(state)\"
 		kill -CONT %1
-		for i in \$(seq 1 600); do [ \$(state) != T ] && break; sleep 0.05; done
+		for i in \$(seq 1 600); do [ \$(state) = S ] && break; sleep 0.05; done
 		echo \"program state \$(state)\"
 		kill -TERM %1; wait; rm pid"
 	run --separate-stderr timeout 120 "$TR_BASH" "cd $TR_DIR && $line"
