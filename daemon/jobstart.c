@@ -345,6 +345,12 @@ static void job_spawn(struct job *j, const Toolrun__Request *req,
 	sp.n_fds = sf->ntargets;
 	sp.fds = sf->targets;
 	sp.tool = j->command ? j->name : j->tool;
+	/* Whom it runs as: the peer that asked (the connection is there
+	 * while its request is being started). */
+	sp.uid = j->conn->uid;
+	sp.gid = j->conn->gid;
+	sp.n_groups = j->conn->ngroups;
+	sp.groups = j->conn->groups;
 	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_SPAWN;
 	m.spawn = &sp;
 	j->start_us = monotonic_us();

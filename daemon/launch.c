@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "sbuf.h"
 
 const char *launch_step_name(enum launch_step step)
@@ -28,6 +29,7 @@ const char *launch_step_name(enum launch_step step)
 	case LAUNCH_STEP_LIMITS: return "set resource limits";
 	case LAUNCH_STEP_SANDBOX: return "install the seccomp filter";
 	case LAUNCH_STEP_EXEC: return "execve";
+	case LAUNCH_STEP_IDENTITY: return "become the caller";
 	case LAUNCH_STEP_NONE:
 	default: return "launch";
 	}
@@ -251,6 +253,30 @@ static int apply_signals(const struct launch_plan *p)
 	return sigprocmask(SIG_SETMASK, &mask, NULL);
 }
 
+/*
+ * Become the caller: groups, gid, uid, then (a launcher that is not root)
+ * no capability left. Raw system calls: glibc's wrappers keep process-wide
+ * state, and this child shares the launcher's memory. A change of
+ * credentials clears the parent-death signal, so it is set again, and the
+ * parent checked again.
+ */
+static int become_caller(const struct launch_plan *p)
+{
+	if (syscall(SYS_setgroups, p->ngroups, p->groups) < 0 ||
+	    syscall(SYS_setresgid, p->gid, p->gid, p->gid) < 0 ||
+	    syscall(SYS_setresuid, p->uid, p->uid, p->uid) < 0)
+		return -1;
+	if (p->drop_caps && caps_clear() < 0)
+		return -1;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		return -1;
+	if (getppid() != p->self->pid) {
+		errno = ESRCH;
+		return -1;
+	}
+	return 0;
+}
+
 static NORETURN void launch_child(const struct launch_plan *plan, int status_fd)
 {
 	int cwd_fd = plan->cwd_fd;
@@ -282,6 +308,10 @@ static NORETURN void launch_child(const struct launch_plan *plan, int status_fd)
 	}
 	if (apply_signals(plan) < 0)
 		fail(status_fd, LAUNCH_STEP_SIGNALS);
+	/* After the steps that /proc/self writes need the launcher's uid for
+	 * (oom_score_adj), before anything the caller's rules should bind. */
+	if (plan->switch_identity && become_caller(plan) < 0)
+		fail(status_fd, LAUNCH_STEP_IDENTITY);
 	/* Last: the filter would deny some of the steps above. */
 	if (plan->filters && sandbox_child_apply(plan->filters, plan->network) < 0)
 		fail(status_fd, LAUNCH_STEP_SANDBOX);

@@ -5,8 +5,9 @@
  * the whole group), death with the launcher, the caller's fds at their
  * numbers and nothing else, the caller's working directory, umask,
  * resource limits, scheduling attributes (as far as the launcher may set
- * them), ignored signals and signal mask, no_new_privs and the seccomp
- * filter, then execve(). A failure is reported to the launcher through a
+ * them), ignored signals and signal mask, the caller's identity (groups,
+ * gid, uid; no capability left), no_new_privs and the seccomp filter,
+ * then execve(). A failure is reported to the launcher through a
  * close-on-exec pipe as (step, errno).
  *
  * The child shares the launcher's memory until it execs (vfork), which
@@ -37,6 +38,7 @@ enum launch_step {
 	LAUNCH_STEP_LIMITS,
 	LAUNCH_STEP_SANDBOX,
 	LAUNCH_STEP_EXEC,
+	LAUNCH_STEP_IDENTITY,
 };
 
 const char *launch_step_name(enum launch_step step);
@@ -88,6 +90,15 @@ struct launch_plan {
 	/* Installed last, with no_new_privs; NULL: none. */
 	const struct child_filters *filters;
 	bool network;
+	/* The caller's identity, when the program runs as it: groups, gid,
+	 * then uid, and (drop_caps, a launcher that is not root) none of
+	 * the launcher's capabilities left. */
+	bool switch_identity;
+	bool drop_caps;
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups;
+	size_t ngroups;
 };
 
 struct launch_limit {

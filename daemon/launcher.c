@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "auditlog.h"
+#include "caps.h"
 #include "frame.h"
 #include "launch.h"
 #include "launcher.pb-c.h"
@@ -55,6 +56,8 @@ struct launcher {
 	int fds[FRAME_MAX_FDS];
 	struct launched *jobs;
 	struct auditlog audit;
+	struct launcher_callers callers;
+	bool root;          /* runs as uid 0: its programs' capabilities are root's */
 };
 
 static NORETURN void fatal(const char *what, int err)
@@ -118,6 +121,26 @@ static char **strings(ProtobufCBinaryData *v, size_t n)
 	}
 	out[n] = NULL;
 	return out;
+}
+
+/* The program runs as the caller the listener names, who must be one
+ * this daemon serves: a listener that asks for another is broken or
+ * subverted. */
+static void plan_identity(const struct launcher *L, const Toolrun__Launcher__Spawn *s,
+			  struct launch_plan *plan)
+{
+	bool served = false;
+	for (unsigned i = 0; i < L->callers.nallowed; i++)
+		served |= L->callers.allowed[i] == (uid_t)s->uid;
+	if (!served)
+		fatal("order to run a program as a uid not in allow_uids", EPROTO);
+	_Static_assert(sizeof(gid_t) == sizeof(uint32_t), "groups are 32-bit gids");
+	plan->switch_identity = true;
+	plan->drop_caps = !L->root;
+	plan->uid = (uid_t)s->uid;
+	plan->gid = (gid_t)s->gid;
+	plan->groups = (const gid_t *)s->groups;
+	plan->ngroups = s->n_groups;
 }
 
 static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
@@ -195,6 +218,8 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 		}
 	}
 	plan.nlimits = nlimits;
+	if (L->callers.can_switch)
+		plan_identity(L, s, &plan);
 	/* The child inherits the read end too; it is close-on-exec. */
 	pid = launch_spawn(&plan, status[1]);
 	if (pid < 0) {
@@ -465,6 +490,13 @@ static NORETURN void launcher_main(struct launcher *L, pid_t parent)
 	if (sandbox_child_filters(&L->filters, err, sizeof(err)) < 0 ||
 	    sandbox_launcher(err, sizeof(err)) < 0)
 		fatal(err, EPERM);
+	/* The supervisor holds them permitted only; here they are used. */
+	L->root = geteuid() == 0;
+	if (L->callers.can_switch) {
+		int raised = caps_raise();
+		if (raised < 0)
+			fatal("raise the capabilities to switch users", -raised);
+	}
 
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
@@ -529,7 +561,7 @@ static NORETURN void launcher_main(struct launcher *L, pid_t parent)
 }
 
 int launcher_start(struct launcher_link *link, const struct config *cfg,
-		   const int *close_in_child)
+		   const struct launcher_callers *callers, const int *close_in_child)
 {
 	int sv[2];
 
@@ -545,6 +577,8 @@ int launcher_start(struct launcher_link *link, const struct config *cfg,
 	}
 	if (pid == 0) {
 		struct launcher L = {.cfg = cfg, .chan = sv[1], .sigfd = -1};
+		if (callers)
+			L.callers = *callers;
 		close(sv[0]);
 		for (const int *fd = close_in_child; fd && *fd >= 0; fd++)
 			close(*fd);

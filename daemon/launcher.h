@@ -17,6 +17,7 @@
 #ifndef TOOLRUN_LAUNCHER_H
 #define TOOLRUN_LAUNCHER_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "config.h"
@@ -26,6 +27,17 @@ struct launcher_link {
 	pid_t pid; /* the launcher process */
 };
 
+/* Whom the launcher runs programs as. */
+struct launcher_callers {
+	/* Each program as its caller (Spawn.uid, gid, groups); otherwise
+	 * every one as the launcher's own uid. */
+	bool can_switch;
+	/* The uids served (allow_uids): the only ones a program may get, so
+	 * that not even a subverted listener can ask for another. */
+	const uid_t *allowed;
+	unsigned nallowed;
+};
+
 /*
  * Fork the launcher. It keeps its copy of cfg as it is at the fork (the
  * audit log's and the spill keys). close_in_child lists fds (ending with
@@ -33,6 +45,6 @@ struct launcher_link {
  * Returns 0 or -errno.
  */
 int launcher_start(struct launcher_link *link, const struct config *cfg,
-		   const int *close_in_child);
+		   const struct launcher_callers *callers, const int *close_in_child);
 
 #endif

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "control.h"
 #include "log.h"
 #include "policy.h"
@@ -34,6 +35,7 @@ static void conn_free(void *p)
 	frame_reader_drop_fds(&c->reader);
 	free(c->reader.payload);
 	close_fd(&c->fd);
+	free(c->groups);
 	free(c);
 }
 
@@ -469,6 +471,15 @@ static void conn_admit(struct listener *L, struct conn *c)
 			    L->nallowed > 1 ? " and others" : "");
 		return;
 	}
+	/* Without the capabilities to switch, a program would run as the
+	 * daemon's uid: another identity than its caller's. */
+	if (!L->can_switch && c->uid != L->self_uid && c->uid != 0) {
+		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_NOT_ALLOWED,
+			    "toolrund runs as uid %u and cannot run programs as uid %u "
+			    "(it lacks CAP_SETUID and CAP_SETGID)",
+			    (unsigned)L->self_uid, (unsigned)c->uid);
+		return;
+	}
 	if (L->uid_conns[slot] >= MAX_CONNECTIONS_PER_UID) {
 		struct conn *old = oldest_waiting(L, slot);
 		if (!old) {
@@ -487,6 +498,47 @@ static void conn_admit(struct listener *L, struct conn *c)
 	timer_arm(&L->loop, &c->deadline, REQUEST_DEADLINE_MS, on_request_deadline, c);
 }
 
+/* Who is at the other end: uid, gid and pid as it connected, and its
+ * supplementary groups. A peer that cannot be told is uid -1, which no
+ * daemon serves. Returns 0, or -ENOMEM. */
+static int peer_identity(struct conn *c, int fd)
+{
+	struct ucred cred = {.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
+	socklen_t len = sizeof(cred);
+	gid_t some[64], *groups = some;
+
+	getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+	c->uid = cred.uid;
+	c->gid = cred.gid;
+	c->pid = cred.pid;
+	/* Most peers have a few groups: one call. More: the kernel says
+	 * how much room they need. */
+	len = sizeof(some);
+	int r = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, some, &len);
+	if (r < 0 && errno == ERANGE) {
+		groups = malloc(len);
+		if (!groups)
+			return -ENOMEM;
+		r = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+	}
+	if (r == 0 && len >= sizeof(gid_t)) {
+		c->ngroups = len / sizeof(gid_t);
+		c->groups = groups == some ? malloc(len) : groups;
+		if (!c->groups)
+			return -ENOMEM;
+		if (groups == some)
+			memcpy(c->groups, some, len);
+		return 0;
+	}
+	if (groups != some)
+		free(groups);
+	/* Without them a program would get groups its caller may not have:
+	 * a peer that cannot be told is uid -1, which no daemon serves. */
+	if (r < 0)
+		c->uid = (uid_t)-1;
+	return 0;
+}
+
 static void on_accept(struct event_loop *loop, uint32_t events, void *data)
 {
 	struct listener *L = data;
@@ -503,20 +555,17 @@ static void on_accept(struct event_loop *loop, uint32_t events, void *data)
 			timer_arm(loop, &L->accept_pause, ACCEPT_PAUSE_MS, accept_resume, L);
 			return;
 		}
-		struct ucred cred = {.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
-		socklen_t len = sizeof(cred);
-		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
-
 		struct conn *c = calloc(1, sizeof(*c));
-		if (!c) {
+		if (!c || peer_identity(c, fd) < 0) {
 			log_error("out of memory for a connection");
+			if (c)
+				free(c->groups);
+			free(c);
 			close(fd);
 			continue;
 		}
 		c->L = L;
 		c->fd = fd;
-		c->uid = cred.uid;
-		c->pid = cred.pid;
 		c->slot = -1;
 		c->ev.fd = -1;
 		c->out.total = &L->queued;
@@ -811,13 +860,20 @@ int listener_main(struct listener *L, int death_note)
 	if (listener_init(L) < 0)
 		return 1;
 	shape_global_init();
+	/* It parses every byte a client sends: it holds no capability, not
+	 * even the daemon's permitted ones (caps.h). */
+	int r = caps_clear();
+	if (r < 0) {
+		log_error("cannot drop the listener's capabilities: %s", errno_text(-r));
+		return 1;
+	}
 	if (sandbox_listener(death_note, err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		return 1;
 	}
 	log_info("serving %s (%u tools, truncate=%s)", L->sock->path, L->cfg->ntools,
 		 L->cfg->truncate == TRUNCATE_SINK ? "sink" : "always");
-	int r = event_loop_run(&L->loop);
+	r = event_loop_run(&L->loop);
 	if (r < 0) {
 		log_error("event loop: %s", errno_text(r));
 		L->exit_code = 1;

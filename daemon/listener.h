@@ -73,7 +73,12 @@ struct conn {
 	struct listener *L;
 	int fd;
 	struct event_source ev;
+	/* The peer's identity when it connected (SO_PEERCRED,
+	 * SO_PEERGROUPS): what its programs run as. */
 	uid_t uid;
+	gid_t gid;
+	gid_t *groups;
+	unsigned ngroups;
 	pid_t pid;
 	int slot;               /* the uid's index in L->allowed; -1 once closing */
 	bool dead;              /* dropped; freed after this batch of events */
@@ -187,6 +192,8 @@ struct listener {
 	uint64_t started_us;
 	uid_t allowed[MAX_ALLOWED_UIDS]; /* peers served (SO_PEERCRED uid) */
 	unsigned nallowed;
+	uid_t self_uid;         /* the uid toolrund runs as */
+	bool can_switch;        /* the launcher runs programs as their callers */
 	int exit_code;
 
 	uint8_t read_buf[READ_CHUNK];

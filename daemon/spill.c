@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,51 +127,79 @@ static int open_root(struct root *r, const char *dir, char *reason, size_t reaso
 	return 0;
 }
 
-/* <spill_dir>/<uid>: made 0700 and given to uid if missing; otherwise it
- * must be uid's and closed to everyone else. */
-static int open_uid_dir(const struct root *r, uid_t uid, char *reason, size_t reason_len)
+/*
+ * File system calls as uid from here on: its directory is closed to
+ * toolrund's own user. Returns the fsuid to go back to. Switching to
+ * another uid takes CAP_SETUID (the launcher's, caps.h), or root; without
+ * it the fsuid stays, and what uid's directory refuses fails as such.
+ */
+static uid_t fs_as(uid_t uid)
 {
-	char name[16], sub[20];
-	struct stat st;
-	bool made = false;
-	uid_t self = geteuid();
+	return (uid_t)setfsuid(uid);
+}
 
-	snprintf(name, sizeof(name), "%u", (unsigned)uid);
-	snprintf(sub, sizeof(sub), "/%s", name);
-	/* Only root can give a file away; a file of ours in the user's name
-	 * could be read by everyone who runs through this daemon. */
-	if (self != 0 && uid != self)
-		return refuse(reason, reason_len, EPERM,
-			    "spill_dir %.*s%s: the file could not be given to uid %u (toolrund runs as uid %u, not root)",
-			    r->len, r->dir, sub, (unsigned)uid, (unsigned)self);
-	if (mkdirat(r->fd, name, 0700) == 0)
-		made = true;
-	else if (errno != EEXIST)
-		return fail(reason, reason_len, errno, "spill_dir %.*s%s", r->len, r->dir, sub);
-	int fd = open_dir(r->fd, name, r->dir, r->len, sub, reason, reason_len);
-	if (fd < 0)
-		return fd;
-	if (made && (fchmod(fd, 0700) < 0 || (uid != self && fchown(fd, uid, (gid_t)-1) < 0))) {
+/* Can this process act as uid on files (fs_as)? */
+static bool may_act_as(uid_t uid)
+{
+	uid_t was = fs_as(uid);
+	bool switched = (uid_t)setfsuid((uid_t)-1) == uid;
+	fs_as(was);
+	return switched;
+}
+
+/* Make <spill_dir>/<uid> for uid: ours for now, in a directory only we may
+ * write to, then given away under the name it was made with (CAP_CHOWN or
+ * root). A file of ours in the user's name could be read by everyone this
+ * daemon serves. */
+static int make_uid_dir(const struct root *r, const char *name, const char *sub, uid_t uid,
+			char *reason, size_t reason_len)
+{
+	if (mkdirat(r->fd, name, 0700) < 0)
+		return errno == EEXIST ? 0
+				       : fail(reason, reason_len, errno, "spill_dir %.*s%s", r->len,
+					      r->dir, sub);
+	if (fchmodat(r->fd, name, 0700, 0) < 0 ||
+	    (uid != geteuid() && fchownat(r->fd, name, uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW) < 0)) {
 		int err = errno;
-		close(fd);
 		unlinkat(r->fd, name, AT_REMOVEDIR);
 		return fail(reason, reason_len, err, "spill_dir %.*s%s: cannot give it to uid %u",
 			    r->len, r->dir, sub, (unsigned)uid);
 	}
-	int err = 0;
-	if (fstat(fd, &st) < 0)
-		err = fail(reason, reason_len, errno, "spill_dir %.*s%s", r->len, r->dir, sub);
-	else if (st.st_uid != uid)
-		err = refuse(reason, reason_len, EPERM, "spill_dir %.*s%s: owned by uid %u, not by uid %u",
-			   r->len, r->dir, sub, (unsigned)st.st_uid, (unsigned)uid);
-	else if (st.st_mode & 077)
-		err = refuse(reason, reason_len, EPERM,
-			   "spill_dir %.*s%s: mode %04o lets other users in (0700 wanted)",
-			   r->len, r->dir, sub, (unsigned)(st.st_mode & 07777));
-	if (err) {
-		close(fd);
+	return 0;
+}
+
+/* <spill_dir>/<uid>: made if missing; otherwise it must be uid's and
+ * closed to everyone else. Checked as ourselves, opened as uid (fs_as). */
+static int open_uid_dir(const struct root *r, uid_t uid, char *reason, size_t reason_len)
+{
+	char name[16], sub[20];
+	struct stat st;
+
+	snprintf(name, sizeof(name), "%u", (unsigned)uid);
+	snprintf(sub, sizeof(sub), "/%s", name);
+	if (!may_act_as(uid))
+		return refuse(reason, reason_len, EPERM,
+			    "spill_dir %.*s%s: the file could not be given to uid %u (toolrund runs "
+			    "as uid %u, without CAP_SETUID)",
+			    r->len, r->dir, sub, (unsigned)uid, (unsigned)geteuid());
+	int err = make_uid_dir(r, name, sub, uid, reason, reason_len);
+	if (err < 0)
 		return err;
-	}
+	if (fstatat(r->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return fail(reason, reason_len, errno, "spill_dir %.*s%s", r->len, r->dir, sub);
+	if (S_ISDIR(st.st_mode) && st.st_uid != uid)
+		return refuse(reason, reason_len, EPERM,
+			      "spill_dir %.*s%s: owned by uid %u, not by uid %u", r->len, r->dir,
+			      sub, (unsigned)st.st_uid, (unsigned)uid);
+	if (S_ISDIR(st.st_mode) && (st.st_mode & 077))
+		return refuse(reason, reason_len, EPERM,
+			      "spill_dir %.*s%s: mode %04o lets other users in (0700 wanted)",
+			      r->len, r->dir, sub, (unsigned)(st.st_mode & 07777));
+	/* Only we may rename entries here: what was checked is what opens
+	 * (and a link or a file is refused by open_dir). */
+	uid_t was = fs_as(uid);
+	int fd = open_dir(r->fd, name, r->dir, r->len, sub, reason, reason_len);
+	fs_as(was);
 	return fd;
 }
 
@@ -185,13 +214,19 @@ static int older_first(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+static uid_t uid_of(const char *digits)
+{
+	return (uid_t)strtoul(digits, NULL, 10);
+}
+
 static bool unlink_in(const struct root *r, const char *uid, const char *name)
 {
+	uid_t was = fs_as(uid_of(uid));
 	int fd = openat(r->fd, uid, DIR_FLAGS);
-	if (fd < 0)
-		return false;
-	bool gone = unlinkat(fd, name, 0) == 0 || errno == ENOENT;
-	close(fd);
+	bool gone = fd >= 0 && (unlinkat(fd, name, 0) == 0 || errno == ENOENT);
+	if (fd >= 0)
+		close(fd);
+	fs_as(was);
 	return gone;
 }
 
@@ -246,9 +281,13 @@ static void clean_up(const struct root *r, const struct config *cfg, time_t now)
 	size_t n = 0, cap = 0;
 	bool ok = true;
 	struct dirent *e;
-	while (ok && (e = readdir(d)))
-		if (all_digits(e->d_name) && strlen(e->d_name) < sizeof(v->uid))
-			ok = sweep_uid_dir(r, e->d_name, expired, &v, &n, &cap);
+	while (ok && (e = readdir(d))) {
+		if (!all_digits(e->d_name) || strlen(e->d_name) >= sizeof(v->uid))
+			continue;
+		uid_t was = fs_as(uid_of(e->d_name));
+		ok = sweep_uid_dir(r, e->d_name, expired, &v, &n, &cap);
+		fs_as(was);
+	}
 	closedir(d);
 
 	uint64_t total = 0;
@@ -293,12 +332,13 @@ static int create_file(int dir, const struct root *r, uid_t uid, uint64_t job,
 	if (fd < 0)
 		return fail(reason, reason_len, EEXIST, "spill file %.*s/%u/%s", r->len, r->dir,
 			    (unsigned)uid, name);
-	if (fchmod(fd, 0600) < 0 || (uid != geteuid() && fchown(fd, uid, (gid_t)-1) < 0)) {
+	/* Made as uid (fs_as): its own already, whatever our umask. */
+	if (fchmod(fd, 0600) < 0) {
 		int err = errno;
 		close(fd);
 		unlinkat(dir, name, 0);
-		return fail(reason, reason_len, err, "spill file %.*s/%u/%s: cannot give it to uid %u",
-			    r->len, r->dir, (unsigned)uid, name, (unsigned)uid);
+		return fail(reason, reason_len, err, "spill file %.*s/%u/%s", r->len, r->dir,
+			    (unsigned)uid, name);
 	}
 	return fd;
 }
@@ -331,8 +371,10 @@ int spill_open(const struct config *cfg, uid_t uid, uint64_t job, const char *st
 		return dir;
 	time_t now = time(NULL);
 	clean_up(&r, cfg, now);
+	uid_t was = fs_as(uid);
 	int fd = create_file(dir, &r, uid, job, stream, now, name, sizeof(name), reason,
 			     reason_len);
+	fs_as(was);
 	if (fd < 0)
 		return fd;
 	int n = snprintf(path, path_len, "%.*s/%u/%s", r.len, r.dir, (unsigned)uid, name);

@@ -70,6 +70,8 @@ static NORETURN void listener_process(struct supervisor *S, pid_t parent,
 	L->control = control;
 	memcpy(L->allowed, S->allowed, sizeof(L->allowed));
 	L->nallowed = S->nallowed;
+	L->self_uid = S->uid;
+	L->can_switch = S->can_switch;
 	int code = listener_main(L, note);
 	free(L);
 	/* The raw call, not _exit(): a sanitizer build hooks _exit() to run
@@ -100,7 +102,12 @@ static int start_pair(struct supervisor *S, struct pair *p)
 	}
 	const int launcher_closes[] = {S->sock->fd, S->sock->lock_fd, note[0], note[1],
 				       control[0], control[1], -1};
-	int r = launcher_start(&link, S->cfg, launcher_closes);
+	const struct launcher_callers callers = {
+		.can_switch = S->can_switch,
+		.allowed = S->allowed,
+		.nallowed = S->nallowed,
+	};
+	int r = launcher_start(&link, S->cfg, &callers, launcher_closes);
 	if (r < 0) {
 		log_error("cannot start the launcher: %s", errno_text(r));
 		close_pair_fds(note, control);

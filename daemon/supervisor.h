@@ -36,6 +36,8 @@ struct supervisor {
 	gid_t gid;
 	uid_t allowed[MAX_ALLOWED_UIDS];
 	unsigned nallowed;
+	/* Programs run as their callers (caps.h); otherwise as uid. */
+	bool can_switch;
 };
 
 /* Serve until SIGTERM or SIGINT. Returns the process exit code. */

@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "config.h"
 #include "launcher.h"
 #include "supervisor.h"
@@ -96,15 +97,27 @@ static int resolve_allowed(struct supervisor *S, const struct config *cfg, uid_t
 	return 0;
 }
 
-/* Become the configured user for good: groups, gid, then uid. */
+/*
+ * Become the configured user for good: groups, gid, then uid. What root
+ * had of CAPS_KEPT stays permitted (never effective here): the launcher
+ * needs it to run each program as its caller (caps.h).
+ */
 static int drop_to(uid_t uid, gid_t gid, const char *name)
 {
+	int r;
+
 	if ((name ? initgroups(name, gid) : setgroups(0, NULL)) < 0 ||
-	    setgid(gid) < 0 || setuid(uid) < 0) {
+	    setgid(gid) < 0 || (r = caps_keep_across_drop()) < 0 || setuid(uid) < 0) {
 		fprintf(stderr, "toolrund: cannot become uid %u: %s\n", (unsigned)uid,
 			errno_text(errno));
 		return -1;
 	}
+	if ((r = caps_after_drop()) < 0) {
+		fprintf(stderr, "toolrund: cannot keep the capabilities to switch users: %s\n",
+			errno_text(-r));
+		return -1;
+	}
+	/* With nothing effective, root is out of reach. */
 	if (uid != 0 && setuid(0) == 0) {
 		fprintf(stderr, "toolrund: could take root back after dropping it\n");
 		return -1;
@@ -271,8 +284,15 @@ int main(int argc, char **argv)
 	S.dir_mode = others ? 0755 : 0700;
 	S.uid = uid;
 	S.gid = gid;
+	S.can_switch = caps_can_switch();
 	log_info("toolrund %s: config %s, uid %u, socket %s", TOOLRUN_VERSION, file,
 		 (unsigned)getuid(), sock.path);
+	if (!S.can_switch && others)
+		log_warn("toolrund runs as uid %u without CAP_SETUID and CAP_SETGID: it "
+			 "cannot run programs as their callers, so it serves only uid %u "
+			 "(and root, whose programs run as uid %u); start it as root with "
+			 "`user` set, or grant it those capabilities",
+			 (unsigned)uid, (unsigned)uid, (unsigned)uid);
 	int code = supervisor_run(&S);
 	if (S.cfg_owned)
 		free(S.cfg);

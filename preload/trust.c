@@ -10,8 +10,6 @@
 #include "sbuf.h"
 #include "util.h"
 
-static const char not_expected[] = "not root, the caller or the daemon's user";
-
 /* Parse a decimal uid; false if text is not one. */
 static bool parse_uid(const char *text, size_t len, uid_t *uid)
 {
@@ -84,13 +82,33 @@ static bool lookup_user(const char *name, uid_t *uid)
 	}
 }
 
+/*
+ * Whose the daemon is: root's, or the config's `user`'s. Only without a
+ * `user` may it be the caller's own (a daemon the caller started): with
+ * one, the caller's programs run as the caller, and anything the caller
+ * could serve a socket from is a program's to squat.
+ */
 static bool expected_uid(const struct config *cfg, uid_t uid)
 {
 	uid_t user;
 
-	if (uid == 0 || uid == geteuid())
+	if (uid == 0)
 		return true;
-	return cfg->user[0] && lookup_user(cfg->user, &user) && user == uid;
+	if (cfg->user[0])
+		return lookup_user(cfg->user, &user) && user == uid;
+	return uid == geteuid();
+}
+
+/* Whom expected_uid() trusts, in words. */
+static void add_expected(struct sbuf *sb, const struct config *cfg)
+{
+	if (cfg->user[0]) {
+		sbuf_add(sb, "not root or toolrund's user (");
+		sbuf_add(sb, cfg->user);
+		sbuf_addc(sb, ')');
+	} else {
+		sbuf_add(sb, "not root or the caller (the config sets no user)");
+	}
 }
 
 /* As chmod takes it: four octal digits. */
@@ -128,7 +146,7 @@ static int check_dir(const struct config *cfg, const char *path, const char *dir
 		sbuf_add(sb, " is owned by uid ");
 		sbuf_add_u64(sb, st.st_uid);
 		sbuf_add(sb, ", ");
-		sbuf_add(sb, not_expected);
+		add_expected(sb, cfg);
 		return -EPERM;
 	}
 	bool shared = st.st_mode & (S_IWGRP | S_IWOTH);
@@ -191,6 +209,6 @@ int trust_peer(const struct config *cfg, const char *path, int fd, char *why,
 	sbuf_add(&sb, "it is served by uid ");
 	sbuf_add_u64(&sb, cred.uid);
 	sbuf_add(&sb, ", ");
-	sbuf_add(&sb, not_expected);
+	add_expected(&sb, cfg);
 	return -EPERM;
 }

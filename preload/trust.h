@@ -11,8 +11,10 @@
  *     else can rename what is below);
  *   - after: the peer's credentials (SO_PEERCRED) are an expected uid.
  *
- * Expected uids: root, the caller's effective uid, and the config's
- * `user` (the account toolrund drops to).
+ * Expected uids: root, and the config's `user` (the account toolrund
+ * runs as); only when the config sets no `user`, the caller's effective
+ * uid (a daemon the caller started itself). Programs run as their
+ * callers, so with a `user` anything a caller can serve is suspect.
  *
  * Async-signal-safe: raw syscalls only, /etc/passwd read by hand.
  */

@@ -68,7 +68,7 @@ refusal() {
 	conf=$(config_variant no-user '/^user = /d')
 	run env TOOLRUN_CONFIG="$conf" "$TR_BASH" 'cat /etc/hostname'
 	[ "$status" -eq 126 ]
-	[ "${lines[0]}" = "$(refusal "$TR_SOCKET" "$RUN_DIR is owned by uid $NOBODY_UID, not root, the caller or the daemon's user")" ]
+	[ "${lines[0]}" = "$(refusal "$TR_SOCKET" "$RUN_DIR is owned by uid $NOBODY_UID, not root or the caller (the config sets no user)")" ]
 	[[ "${lines[1]}" == *"/cat: Operation not permitted" ]]
 }
 
@@ -174,7 +174,7 @@ stop_squatter() {
 	run env TOOLRUN_CONFIG="$conf" "$TR_BASH" 'cat /etc/hostname'
 	stop_squatter
 	[ "$status" -eq 126 ]
-	[ "${lines[0]}" = "$(refusal "$TR_DIR/squat/s.sock" "it is served by uid $NOBODY_UID, not root, the caller or the daemon's user")" ]
+	[ "${lines[0]}" = "$(refusal "$TR_DIR/squat/s.sock" "it is served by uid $NOBODY_UID, not root or the caller (the config sets no user)")" ]
 	# The connection was made and dropped before a byte was sent.
 	[ "$(tail -1 "$TR_DIR/squat.out")" = "received 0" ]
 }
@@ -187,6 +187,6 @@ stop_squatter() {
 	run env TOOLRUN_CONFIG="$conf" "$TR_CLI" ping
 	stop_squatter
 	[ "$status" -eq 1 ]
-	[ "$output" = "$(refusal "$TR_DIR/squat/s.sock" "it is served by uid $NOBODY_UID, not root, the caller or the daemon's user")" ]
+	[ "$output" = "$(refusal "$TR_DIR/squat/s.sock" "it is served by uid $NOBODY_UID, not root or the caller (the config sets no user)")" ]
 	[ "$(tail -1 "$TR_DIR/squat.out")" = "received 0" ]
 }

@@ -748,7 +748,7 @@ static void test_launcher_appends_audit_orders_and_names_its_file(void **state)
 	snprintf(cfg->audit_log, sizeof(cfg->audit_log), "%s", logpath);
 	cfg->nsocket_fallback = 0;
 	struct launcher_link link;
-	assert_int_equal(launcher_start(&link, cfg, NULL), 0);
+	assert_int_equal(launcher_start(&link, cfg, NULL, NULL), 0);
 
 	struct frame_reader rd = {.max_payload = 64 * 1024, .grow = frame_grow_heap};
 	Toolrun__Launcher__FromLauncher *m = receive(link.fd, &rd);

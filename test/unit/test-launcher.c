@@ -238,7 +238,7 @@ static int setup(void **state)
 		return -1;
 	snprintf(e->cfg.spill_dir, sizeof(e->cfg.spill_dir), "%s/spill", e->base);
 	snprintf(e->cfg.audit_log, sizeof(e->cfg.audit_log), "%s/audit.jsonl", e->base);
-	if (launcher_start(&e->link, &e->cfg, NULL) < 0)
+	if (launcher_start(&e->link, &e->cfg, NULL, NULL) < 0)
 		return -1;
 	e->reader = (struct frame_reader){
 		.max_payload = 64 * 1024,
