@@ -1,15 +1,18 @@
 /*
  * Capabilities: the few that let toolrund run each program as its caller.
  *
- * Started as root with `user` set, toolrund keeps CAP_SETUID, CAP_SETGID
- * and CAP_CHOWN across the drop to that user. Each process then holds what
- * its part needs:
+ * Started as root with `user` set, toolrund keeps CAP_SETUID, CAP_SETGID,
+ * CAP_KILL and CAP_CHOWN across the drop to that user. Each process then
+ * holds what its part needs:
  *
  *   supervisor  permitted only (never effective): it starts every new
  *               launcher, which must get them from somewhere;
  *   listener    none;
- *   launcher    effective: switch a program to its caller, and give each
- *               caller its spill directory (CAP_CHOWN);
+ *   launcher    effective: switch a program to its caller (CAP_SETUID,
+ *               CAP_SETGID; also to look at the caller's processes in
+ *               /proc as the caller, with setfsuid), end what it started
+ *               (CAP_KILL: the programs are the callers' now), and give
+ *               each caller its spill directory (CAP_CHOWN);
  *   program     none: cleared after the switch, before anything of the
  *               caller's runs.
  *
@@ -24,7 +27,7 @@
 
 /* The capabilities toolrund keeps: bit N for capability N. */
 #define CAPS_SWITCH ((1ull << 6 /* CAP_SETGID */) | (1ull << 7 /* CAP_SETUID */))
-#define CAPS_KEPT (CAPS_SWITCH | (1ull << 0 /* CAP_CHOWN */))
+#define CAPS_KEPT (CAPS_SWITCH | (1ull << 0 /* CAP_CHOWN */) | (1ull << 5 /* CAP_KILL */))
 
 /* Before dropping root: keep the permitted set across setuid(). */
 int caps_keep_across_drop(void);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/fsuid.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -42,6 +43,8 @@ struct launched {
 	bool stdin_fifo;
 	dev_t stdin_dev;
 	ino_t stdin_ino;
+	uid_t uid;          /* whom it runs as (Spawn.uid, gid) */
+	gid_t gid;
 	struct launched *next;
 };
 
@@ -267,6 +270,8 @@ out:
 			j->stdin_fifo = in_fifo;
 			j->stdin_dev = in.st_dev;
 			j->stdin_ino = in.st_ino;
+			j->uid = (uid_t)s->uid;
+			j->gid = (gid_t)s->gid;
 			j->next = L->jobs;
 			L->jobs = j;
 		}
@@ -360,6 +365,22 @@ static void release_job(struct launcher *L, uint64_t job)
 	j->released = true;
 }
 
+struct fs_ids {
+	uid_t uid;
+	gid_t gid;
+};
+
+/*
+ * Look at processes in /proc as the job's caller: their fd tables are
+ * closed to toolrund's own user (access to them is checked as ptrace's,
+ * against the file system ids). Returns what to go back to.
+ */
+static struct fs_ids fs_ids_as(uid_t uid, gid_t gid)
+{
+	struct fs_ids was = {(uid_t)setfsuid(uid), (gid_t)setfsgid(gid)};
+	return was;
+}
+
 static void check_input(struct launcher *L, uint64_t job)
 {
 	Toolrun__Launcher__InputState s = TOOLRUN__LAUNCHER__INPUT_STATE__INIT;
@@ -369,8 +390,14 @@ static void check_input(struct launcher *L, uint64_t job)
 	s.job = job;
 	/* The program leads its own session: what runs in it is the job,
 	 * not a producer of its input. */
-	s.producer_running = j && j->stdin_fifo &&
-			     proctree_pipe_has_writer(j->stdin_dev, j->stdin_ino, j->pid);
+	if (j && j->stdin_fifo) {
+		struct fs_ids was = {0};
+		if (L->callers.can_switch)
+			was = fs_ids_as(j->uid, j->gid);
+		s.producer_running = proctree_pipe_has_writer(j->stdin_dev, j->stdin_ino, j->pid);
+		if (L->callers.can_switch)
+			fs_ids_as(was.uid, was.gid);
+	}
 	m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_INPUT_STATE;
 	m.input_state = &s;
 	send_msg(L, &m, NULL, 0);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -223,6 +224,17 @@ int main(int argc, char **argv)
 		printf("%s: ok (%u tools, socket %s)\n", file, cfg->ntools, cfg->socket);
 		free(cfg);
 		return 0;
+	}
+
+	/* Nobody else of our uid may read our memory or attach to us (a
+	 * program of a daemon that runs as its caller, in single identity;
+	 * the agent, where it is the daemon's user): /proc/PID/mem, environ
+	 * and ptrace then take CAP_SYS_PTRACE. Programs are dumpable again
+	 * after their execve. */
+	if (prctl(PR_SET_DUMPABLE, 0) < 0) {
+		fprintf(stderr, "toolrund: cannot make itself undumpable: %s\n", errno_text(errno));
+		free(cfg);
+		return 1;
 	}
 
 	/* Signals arrive through signalfds (supervisor, listener); a client

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # A daemon started as root that drops to nobody: its programs run as
-# nobody, without capabilities, and a setuid-root program does not give
-# them root back (no_new_privs).
+# their caller, without capabilities, and a setuid-root program does not
+# give them root (no_new_privs).
 
 load helpers
 
@@ -32,27 +32,31 @@ setup() {
 	file_skipped
 }
 
-@test "01-user: a root caller's program runs as nobody, with no capabilities" {
-	run plain_bash "cd / && $ESCAPE ids && cat /proc/self/status | grep -E '^CapEff:'"
-	[ "${lines[0]}" = "uid=0 euid=0" ]
-	[ "${lines[1]}" != $'CapEff:\t0000000000000000' ]
-	run tr_bash "cd / && $ESCAPE ids && cat /proc/self/status | grep -E '^Cap(Prm|Eff):'"
+@test "01-user: a caller's program runs as that caller (uid, gid, groups), with no capabilities" {
+	n=$(tr_job_count)
+	run tr_bash "cd / && $ESCAPE ids && cat /proc/self/status | grep -E '^(Uid|Gid|Groups|CapPrm|CapEff):'"
 	[ "$status" -eq 0 ]
-	[ "${lines[0]}" = "uid=$NOBODY_UID euid=$NOBODY_UID" ]
-	[ "${lines[1]}" = $'CapPrm:\t0000000000000000' ]
-	[ "${lines[2]}" = $'CapEff:\t0000000000000000' ]
+	[ "${lines[0]}" = "uid=$CALLER_UID euid=$CALLER_UID" ]
+	[ "${lines[1]}" = "$(printf 'Uid:\t%s\t%s\t%s\t%s' $CALLER_UID $CALLER_UID $CALLER_UID $CALLER_UID)" ]
+	[ "${lines[2]}" = "$(printf 'Gid:\t%s\t%s\t%s\t%s' $CALLER_GID $CALLER_GID $CALLER_GID $CALLER_GID)" ]
+	[ "${lines[3]}" = "$(printf 'Groups:\t%s ' $(id -G "$TR_CALLER"))" ]
+	[ "${lines[4]}" = $'CapPrm:\t0000000000000000' ]
+	[ "${lines[5]}" = $'CapEff:\t0000000000000000' ]
+	# Both ran in the daemon, which runs as nobody.
+	[ "$(jobs_since "$n" | grep -c -e ' tool=escape ' -e ' tool=cat ')" -eq 2 ]
+	[ "$(stat -c %u "/proc/$(tr_daemon_pid)")" = "$NOBODY_UID" ]
 }
 
 @test "02-setuid: a setuid-root program does not raise a program's privileges" {
 	command -v setpriv >/dev/null || skip "setpriv is not installed"
 	[ -n "${SUID_DIR:-}" ] || skip "/tmp and /var/tmp are both mounted nosuid"
-	# Directly, as nobody, the setuid bit works.
-	run setpriv --reuid="$NOBODY_UID" --regid="$NOBODY_GID" --clear-groups "$SUID_DIR/escape" ids
+	# Directly, as the caller, the setuid bit works.
+	run setpriv --reuid="$CALLER_UID" --regid="$CALLER_GID" --init-groups "$SUID_DIR/escape" ids
 	[ "$status" -eq 0 ]
-	[ "$output" = "uid=$NOBODY_UID euid=0" ]
+	[ "$output" = "uid=$CALLER_UID euid=0" ]
 	n=$(tr_job_count)
 	run tr_bash "cd / && $SUID_DIR/escape ids"
 	[ "$status" -eq 0 ]
-	[ "$output" = "uid=$NOBODY_UID euid=$NOBODY_UID" ]
+	[ "$output" = "uid=$CALLER_UID euid=$CALLER_UID" ]
 	jobs_since "$n" | grep -q ' tool=escape '
 }

@@ -16,6 +16,39 @@ BOMB="$SEC_BIN/bomb"
 NOBODY_UID=$(id -u nobody 2>/dev/null) || NOBODY_UID=
 NOBODY_GID=$(id -g nobody 2>/dev/null) || NOBODY_GID=
 
+# Callers other than root, for a daemon that runs programs as their
+# callers: made once on this machine (ensure_test_users), under a lock,
+# since test files run in parallel.
+TR_CALLER=toolrun-t-caller
+TR_CALLER2=toolrun-t-caller2
+
+ensure_test_users() {
+	[ "$(id -u)" -eq 0 ] || return 1
+	command -v useradd >/dev/null || return 1
+	local u
+	(
+		flock 9
+		for u in "$TR_CALLER" "$TR_CALLER2"; do
+			id -u "$u" >/dev/null 2>&1 ||
+				useradd --system --user-group --no-create-home \
+					--home-dir /nonexistent --shell /usr/sbin/nologin "$u" ||
+				exit 1
+		done
+	) 9>/tmp/toolrun-test-users.lock || return 1
+	CALLER_UID=$(id -u "$TR_CALLER") CALLER_GID=$(id -g "$TR_CALLER")
+	CALLER2_UID=$(id -u "$TR_CALLER2") CALLER2_GID=$(id -g "$TR_CALLER2")
+	export CALLER_UID CALLER_GID CALLER2_UID CALLER2_GID
+}
+
+# The wrappers (tr_write_wrappers) run as USER: the shells of a caller
+# that is not root.
+tr_wrappers_as() {
+	local user=$1 w
+	for w in "$TR_BASH" "$PLAIN_BASH" "$AGENT_BASH"; do
+		sed -i "s|^exec env |exec setpriv --reuid=$(id -u "$user") --regid=$(id -g "$user") --init-groups env |" "$w"
+	done
+}
+
 # Why this run cannot switch to nobody, or start a daemon as root that
 # drops to nobody ("" if it can): only root can, where nobody exists.
 no_nobody_reason() {
@@ -121,18 +154,21 @@ processes_named() {
 	done
 }
 
-# Start a daemon as root that runs as nobody and serves root, its
-# programs running as nobody too. Everything they use is copied into a
-# directory nobody can read, since the build tree need not be: the
-# library and its helper (with a profile snippet that loads this copy),
-# and this suite's programs ($TRY, $ESCAPE, $BOMB then name the copies).
-# The config lists cat, head and tr plus the extra lines given.
+# Start a daemon as root that runs as nobody and serves root, $TR_CALLER
+# and $TR_CALLER2, each caller's programs running as that caller; tr_bash,
+# plain_bash and tr_agent run as $TR_CALLER. Everything they use is
+# copied into a directory every user can read, since the build tree need
+# not be: the library and its helper (with a profile snippet that loads
+# this copy), and this suite's programs ($TRY, $ESCAPE, $BOMB then name
+# the copies). The config lists cat, head and tr plus the extra lines
+# given.
 #
-# Where that cannot be (not root, no nobody), it starts nothing and leaves
-# the reason in TR_FILE_SKIP, for the file's tests to skip with
-# (file_skipped).
+# Where that cannot be (not root, no nobody, no useradd), it starts
+# nothing and leaves the reason in TR_FILE_SKIP, for the file's tests to
+# skip with (file_skipped).
 tr_start_nobody() {
 	TR_FILE_SKIP=$(no_nobody_reason "start a daemon that drops from root to nobody")
+	[ -n "$TR_FILE_SKIP" ] || ensure_test_users || TR_FILE_SKIP="cannot make the test users"
 	export TR_FILE_SKIP
 	[ -z "$TR_FILE_SKIP" ] || return 0
 	TR_DIR=$(mktemp -d /tmp/trt.XXXXXX)
@@ -165,7 +201,7 @@ tr_start_nobody() {
 		*) echo "spill_dir = $TR_DIR/run/spill" ;;
 		esac
 		echo "user = nobody"
-		echo "allow_uids = root"
+		echo "allow_uids = root $TR_CALLER $TR_CALLER2"
 		echo "tools = cat head tr"
 		echo "max_bytes = 4000"
 		echo "max_lines = 200"
@@ -177,6 +213,7 @@ tr_start_nobody() {
 	} >"$TOOLRUN_CONFIG"
 	chmod 644 "$TOOLRUN_CONFIG"
 	tr_write_wrappers
+	tr_wrappers_as "$TR_CALLER"
 	tr_launch
 }
 

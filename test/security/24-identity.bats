@@ -1,0 +1,211 @@
+#!/usr/bin/env bats
+# Who runs as whom: a daemon started as root that runs as nobody serves two
+# callers that are not root ($TR_CALLER, $TR_CALLER2). Each program runs as
+# its caller, so the kernel keeps callers apart and away from the daemon:
+# no program of one caller reaches another's, none can signal or read the
+# daemon, none can replace its socket.
+
+load helpers
+
+setup_file() {
+	tr_start_nobody "tools = sleep tee rm touch bash tail" "[tool.tail]" "timeout = 1" || return
+	[ -z "$TR_FILE_SKIP" ] || return 0
+	# The second caller's shell.
+	TR_BASH2="$TR_DIR/tr-bash2"
+	sed "s|--reuid=$CALLER_UID --regid=$CALLER_GID|--reuid=$CALLER2_UID --regid=$CALLER2_GID|" \
+		"$TR_BASH" >"$TR_BASH2"
+	chmod 755 "$TR_BASH2"
+	export TR_BASH2
+	# A directory each caller may write to.
+	mkdir -p "$TR_DIR/c1" "$TR_DIR/c2"
+	chown "$CALLER_UID:$CALLER_GID" "$TR_DIR/c1"
+	chown "$CALLER2_UID:$CALLER2_GID" "$TR_DIR/c2"
+}
+
+teardown_file() {
+	pkill -KILL -u "$CALLER2_UID" sleep 2>/dev/null || true
+	tr_stop
+}
+
+setup() {
+	file_skipped
+}
+
+listener_pid() {
+	children_named "$(tr_daemon_pid)" toolrund-listen
+}
+
+launcher_pid() {
+	children_named "$(tr_daemon_pid)" toolrund-launch
+}
+
+# The pid of the program `sleep SECONDS` that the launcher runs as uid.
+program_of() {
+	local uid=$1 seconds=$2 pid
+	for pid in $(children_named "$(launcher_pid)" sleep); do
+		[ "$(stat -c %u "/proc/$pid")" = "$uid" ] &&
+			[ "$(tr '\0' ' ' <"/proc/$pid/cmdline")" = "sleep $seconds " ] &&
+			echo "$pid"
+	done
+}
+
+@test "01-owner: what a program creates belongs to its caller" {
+	n=$(tr_job_count)
+	run tr_bash "touch $TR_DIR/c1/made"
+	[ "$status" -eq 0 ]
+	jobs_since "$n" | grep -q ' tool=touch '
+	[ "$(stat -c '%u %g' "$TR_DIR/c1/made")" = "$CALLER_UID $CALLER_GID" ]
+	# A caller's program may not write where only another caller may.
+	run tr_bash "touch $TR_DIR/c2/made"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"Permission denied"* ]]
+	[ ! -e "$TR_DIR/c2/made" ]
+}
+
+@test "02-two-callers: each caller's program runs as that caller" {
+	run tr_bash "cat /proc/self/status | grep -E '^Uid:'"
+	[ "$output" = "$(printf 'Uid:\t%s\t%s\t%s\t%s' $CALLER_UID $CALLER_UID $CALLER_UID $CALLER_UID)" ]
+	run "$TR_BASH2" "cat /proc/self/status | grep -E '^Uid:'"
+	[ "$output" = "$(printf 'Uid:\t%s\t%s\t%s\t%s' $CALLER2_UID $CALLER2_UID $CALLER2_UID $CALLER2_UID)" ]
+}
+
+@test "03-cross-client: a program cannot read or write another caller's running program" {
+	"$TR_BASH2" "cd / && exec sleep 171" >/dev/null 2>&1 &
+	wait_for 60 test -n "$(program_of "$CALLER2_UID" 171)"
+	local victim
+	victim=$(program_of "$CALLER2_UID" 171)
+	# Its environment, its memory, its agent-facing stdout.
+	run tr_bash "cat /proc/$victim/environ"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"Permission denied"* ]]
+	run tr_bash "head -c 16 /proc/$victim/mem"
+	[ "$status" -eq 1 ]
+	run tr_bash "echo injected | tee /proc/$victim/fd/1"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"Permission denied"* ]]
+	kill "$victim"
+}
+
+@test "04-signals: neither a program nor the caller itself can signal the daemon's processes" {
+	local pid n
+	for pid in "$(tr_daemon_pid)" "$(listener_pid)" "$(launcher_pid)"; do
+		[ -n "$pid" ]
+		# Through toolrun (bash is listed), and from the caller's own shell.
+		n=$(tr_job_count)
+		run tr_bash "cd / && bash -c 'kill -STOP $pid'"
+		[ "$status" -eq 1 ]
+		[[ "$output" == *"Operation not permitted"* ]]
+		jobs_since "$n" | grep -q ' tool=bash '
+		run plain_bash "kill -STOP $pid"
+		[ "$status" -eq 1 ]
+		[[ "$output" == *"Operation not permitted"* ]]
+		[ "$(proc_status "$pid" State | cut -c1)" != T ]
+	done
+	# Still serving.
+	run tr_bash "cat /etc/hostname"
+	[ "$output" = "$(cat /etc/hostname)" ]
+}
+
+@test "05-proc: the daemon's memory and environment are closed to its callers and to its own user" {
+	local pid user
+	for pid in "$(tr_daemon_pid)" "$(listener_pid)" "$(launcher_pid)"; do
+		for user in "$TR_CALLER" nobody; do
+			run setpriv --reuid="$(id -u "$user")" --regid="$(id -g "$user")" --clear-groups \
+				head -c 16 "/proc/$pid/mem"
+			[ "$status" -ne 0 ]
+			run setpriv --reuid="$(id -u "$user")" --regid="$(id -g "$user")" --clear-groups \
+				cat "/proc/$pid/environ"
+			[ "$status" -ne 0 ]
+		done
+	done
+}
+
+@test "06-squat: no caller or program can replace the daemon's socket" {
+	local run_dir
+	run_dir=$(dirname "$TR_SOCKET")
+	[ "$(stat -c '%u' "$run_dir")" = "$NOBODY_UID" ]
+	run tr_bash "rm -f $TR_SOCKET"
+	[ "$status" -eq 1 ]
+	run plain_bash "rm -f $TR_SOCKET; ln -s /tmp/elsewhere $run_dir/other"
+	[ -S "$TR_SOCKET" ]
+	[ ! -e "$run_dir/other" ] && [ ! -L "$run_dir/other" ]
+	run tr_bash "cat /etc/hostname"
+	[ "$output" = "$(cat /etc/hostname)" ]
+}
+
+@test "07-squat-trust: a socket a caller serves is not trusted when the daemon has its own user" {
+	# The caller's own directory, its own socket: what a squatter who ran
+	# as the caller would serve.
+	mkdir -p "$TR_DIR/c1/squat"
+	chown "$CALLER_UID:$CALLER_GID" "$TR_DIR/c1/squat"
+	# The system's python: one under root's home is not the caller's to run.
+	local python=/usr/bin/python3
+	[ -x "$python" ] || skip "no /usr/bin/python3"
+	setpriv --reuid="$CALLER_UID" --regid="$CALLER_GID" --clear-groups "$python" -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); s.listen(4)
+print("ready", flush=True)
+c, _ = s.accept()
+print("received", len(c.recv(65536)), flush=True)
+' "$TR_DIR/c1/squat/s.sock" >"$TR_DIR/squat.out" 2>&1 &
+	local squatter=$!
+	wait_for 60 grep -q ready "$TR_DIR/squat.out"
+	sed "s|^socket = .*|socket = $TR_DIR/c1/squat/s.sock|" "$TOOLRUN_CONFIG" >"$TR_DIR/squat.conf"
+	chmod 644 "$TR_DIR/squat.conf"
+	run env TOOLRUN_CONFIG="$TR_DIR/squat.conf" "$TR_BASH" 'cat /etc/hostname'
+	kill "$squatter" 2>/dev/null || true
+	wait "$squatter" || true
+	[ "$status" -eq 126 ]
+	[ "${lines[0]}" = "toolrun: refusing toolrund's socket $TR_DIR/c1/squat/s.sock: $TR_DIR/c1/squat is owned by uid $CALLER_UID, not root or toolrund's user (nobody)" ]
+	# It may have been connected to, but it never got a byte.
+	! grep -q 'received [1-9]' "$TR_DIR/squat.out"
+}
+
+@test "08-spill: the whole of a cut stream is the caller's own file" {
+	seq 1 20000 >"$TR_DIR/c1/big"
+	run tr_agent "cat $TR_DIR/c1/big"
+	[ "$status" -eq 0 ]
+	local path
+	path=$(spill_path_in "$output")
+	[ -n "$path" ]
+	[ "$(stat -c '%u %a' "$path")" = "$CALLER_UID 600" ]
+	[ "$(stat -c '%u %a' "$(dirname "$path")")" = "$CALLER_UID 700" ]
+	cmp "$path" "$TR_DIR/c1/big"
+}
+
+@test "09-producer: a program waiting on its caller's producer is not timed out" {
+	# tail's timeout is 1 s; what feeds it is the caller's own subshell,
+	# which the launcher sees in /proc only as the caller.
+	run tr_bash "cd / && (sleep 3; echo done) | tail -n 1"
+	[ "$status" -eq 0 ]
+	[ "$output" = done ]
+}
+
+@test "10-single-identity: a daemon without CAP_SETUID serves only its own uid, and says why" {
+	local dir=$TR_DIR/single
+	mkdir -p "$dir"
+	chown nobody "$dir"
+	printf '%s\n' "socket = $dir/run/s.sock" "socket_fallback =" "tools = cat" \
+		"audit_log = $dir/audit.jsonl" "spill_dir =" \
+		"allow_uids = nobody $TR_CALLER" >"$dir/conf"
+	chmod 644 "$dir/conf"
+	setpriv --reuid=nobody --regid="$NOBODY_GID" --clear-groups \
+		"$TR_DAEMON" --config "$dir/conf" 2>"$dir/log" &
+	local daemon=$!
+	wait_for 60 test -S "$dir/run/s.sock"
+	sed "s|^socket = .*|socket = $dir/run/s.sock|; s|^user = .*|user = nobody|" \
+		"$TOOLRUN_CONFIG" >"$dir/client.conf"
+	chmod 644 "$dir/client.conf"
+	run env TOOLRUN_CONFIG="$dir/client.conf" "$TR_BASH" 'cat /etc/hostname'
+	# Its memory is closed to its own user too.
+	local mem_status
+	setpriv --reuid=nobody --regid="$NOBODY_GID" --clear-groups \
+		head -c 16 "/proc/$daemon/mem" >/dev/null 2>&1 && mem_status=0 || mem_status=$?
+	kill -TERM "$daemon"
+	wait "$daemon" || true
+	[ "$status" -eq 126 ]
+	[[ "$output" == *"toolrund runs as uid $NOBODY_UID and cannot run programs as uid $CALLER_UID (it lacks CAP_SETUID and CAP_SETGID)"* ]]
+	grep -q "cannot run programs as their callers" "$dir/log"
+	[ "$mem_status" -ne 0 ]
+}
