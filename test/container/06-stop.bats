@@ -31,7 +31,7 @@ setup() { ct_setup; }
 	ct_log | grep -q 'toolrun-init\[1\] info: SIGTERM: stopping toolrund'
 	ct_log | grep -q 'toolrund\[[0-9]*\] info: SIGTERM: stopping'
 	ct_log | grep -q 'toolrun-init\[1\] info: stopped'
-	! ct_log | grep -q 'did not stop within'
+	[ "$(ct_log | grep -c 'did not stop within')" -eq 0 ]
 
 	# The clients ended.
 	ct_wait_for "$CT_WAIT" bash -c "! kill -0 $c1 2>/dev/null && ! kill -0 $c2 2>/dev/null"

@@ -158,7 +158,7 @@ split_marker() {
 	[ "$status" -eq 124 ]
 	[ "${lines[0]}" = before ]
 	[[ "$output" == *"toolrun: the command timed out after 2 s (command_timeout)"* ]]
-	! grep -qx after <<<"$output"
+	[ "$(grep -cx after <<<"$output")" -eq 0 ]
 	# Every process of the command's session is gone.
 	wait_for 30 bash -c "! pgrep -x -f 'sleep 300[123]' >/dev/null"
 }

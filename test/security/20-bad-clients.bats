@@ -122,7 +122,8 @@ need_fds() {
 	[ "${lines[3]}" = closed ]
 	# Its program went with it.
 	grep -q "tool=sleep .*signal=KILL.*client-gone" "$TR_DIR/daemon.log"
-	! pgrep -f '^/bin/sleep 61.25$'
+	run pgrep -f '^/bin/sleep 61.25$'
+	[ "$status" -eq 1 ]
 	still_serving
 }
 
