@@ -122,8 +122,7 @@ need_fds() {
 	[ "${lines[3]}" = closed ]
 	# Its program went with it.
 	grep -q "tool=sleep .*signal=KILL.*client-gone" "$TR_DIR/daemon.log"
-	run pgrep -f '^/bin/sleep 61.25$'
-	[ "$status" -eq 1 ]
+	wait_for 30 bash -c "! pgrep -f '^/bin/sleep 61.25\$' >/dev/null"
 	still_serving
 }
 
