@@ -164,6 +164,7 @@ tr_start_nobody() {
 		*" spill_dir ="*) ;;
 		*) echo "spill_dir = $TR_DIR/run/spill" ;;
 		esac
+		echo "preload = $TR_DIR/lib/libtoolrun.so"
 		echo "user = nobody"
 		echo "allow_uids = root"
 		echo "tools = cat head tr"
