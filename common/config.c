@@ -17,6 +17,9 @@
 #ifndef TOOLRUN_SYSCONFDIR
 #define TOOLRUN_SYSCONFDIR "/etc"
 #endif
+#ifndef TOOLRUN_PKGLIBDIR
+#define TOOLRUN_PKGLIBDIR "/usr/lib/toolrun"
+#endif
 
 const char config_default_path[] = TOOLRUN_SYSCONFDIR "/toolrun/toolrun.conf";
 
@@ -138,6 +141,7 @@ void config_init(struct config *cfg, const char *file)
 	copy_str(cfg->audit_log, sizeof(cfg->audit_log), "/var/log/toolrun/audit.jsonl");
 	cfg->audit_max_bytes = UINT64_C(16) << 20;
 	cfg->audit_keep = 4;
+	copy_str(cfg->preload, sizeof(cfg->preload), TOOLRUN_PKGLIBDIR "/libtoolrun.so");
 }
 
 unsigned config_socket_count(const struct config *cfg)
@@ -376,7 +380,7 @@ static const char *const scalar_keys[] = {
 	"rlimit_as", "rlimit_nproc", "rlimit_fsize", "rlimit_nofile", "rlimit_cpu",
 	"socket_fallback", "wait_daemon", "shape", "agent_commands",
 	"command_timeout", "binary", "spill_dir", "spill_max", "spill_total",
-	"spill_expire", "audit_log", "audit_max", "audit_keep",
+	"spill_expire", "audit_log", "audit_max", "audit_keep", "preload",
 };
 _Static_assert(ARRAY_SIZE(scalar_keys) <= sizeof(((struct parse_state *)0)->seen),
 	       "parse_state.seen has a flag for each scalar key");
@@ -483,6 +487,14 @@ static int handle_global(struct parse_state *st, const char *name,
 		if (strlen(value) >= CONFIG_PATH_MAX)
 			return fail(st, name, " is too long: ", value);
 		copy_str(dst, CONFIG_PATH_MAX, value);
+	} else if (strcmp(name, "preload") == 0) {
+		/* ld.so splits LD_PRELOAD at colons and spaces: such a path
+		 * could never be one entry. */
+		if (value[0] != '/' || strpbrk(value, ": "))
+			return fail(st, "preload must be an absolute path without ':' or ' ': ", value, NULL);
+		if (strlen(value) >= CONFIG_PATH_MAX)
+			return fail(st, "preload is too long: ", value, NULL);
+		copy_str(cfg->preload, sizeof(cfg->preload), value);
 	} else if (strcmp(name, "spill_max") == 0 || strcmp(name, "spill_total") == 0 ||
 		   strcmp(name, "audit_max") == 0) {
 		uint64_t v;

@@ -141,6 +141,10 @@ struct config {
 	char audit_log[CONFIG_PATH_MAX];
 	uint64_t audit_max_bytes;
 	uint32_t audit_keep;
+	/* libtoolrun.so as LD_PRELOAD names it (absolute). Only an entry
+	 * equal to it is toolrun's own: toolrund keeps a program that has it
+	 * nested (see daemon/policy.h). */
+	char preload[CONFIG_PATH_MAX];
 	enum truncate_mode truncate;
 	enum fallback_mode fallback;
 	unsigned ntools;

@@ -180,22 +180,22 @@ static bool starts_with(const ProtobufCBinaryData *b, const char *prefix)
 	return b->len >= n && memcmp(b->data, prefix, n) == 0;
 }
 
-/* Does this LD_PRELOAD value name our library? */
-static bool names_toolrun_library(const ProtobufCBinaryData *b)
+static const char preload_key[] = "LD_PRELOAD=";
+
+/* Is path one of the entries of an LD_PRELOAD=... variable? Only that
+ * exact string is toolrun's library: another file named libtoolrun.so is
+ * just another library. */
+static bool preload_names(const ProtobufCBinaryData *e, const char *path)
 {
-	static const char key[] = "LD_PRELOAD=", name[] = "libtoolrun.so";
-	const char *v = (const char *)b->data + sizeof(key) - 1;
-	size_t vlen = b->len - (sizeof(key) - 1);
+	const char *v = (const char *)e->data + sizeof(preload_key) - 1;
+	size_t vlen = e->len - (sizeof(preload_key) - 1), plen = strlen(path);
 
 	/* ld.so separates entries with colons or spaces. */
 	for (size_t i = 0; i < vlen;) {
 		size_t j = i;
 		while (j < vlen && v[j] != ':' && v[j] != ' ')
 			j++;
-		const char *slash = memrchr(v + i, '/', j - i);
-		const char *base = slash ? slash + 1 : v + i;
-		if ((size_t)(v + j - base) == sizeof(name) - 1 &&
-		    memcmp(base, name, sizeof(name) - 1) == 0)
+		if (plen && j - i == plen && memcmp(v + i, path, plen) == 0)
 			return true;
 		i = j + 1;
 	}
@@ -279,23 +279,36 @@ int policy_environment(const Toolrun__Request *req, const struct config *cfg,
 		       size_t nextra, ProtobufCBinaryData **out, size_t *n)
 {
 	static const char marker[] = "TOOLRUN_NESTED=1";
-	ProtobufCBinaryData *env = malloc((req->n_envp + nextra + 2) * sizeof(*env));
-	bool preloaded = false, marked = false;
-	size_t k = 0;
+	const size_t keylen = sizeof(preload_key) - 1, liblen = strlen(cfg->preload);
+	size_t last = SIZE_MAX, k = 0;
+	bool nested = false, marked = false, keep_preload = true;
 
+	/* The last LD_PRELOAD is the one ld.so reads. An agent command's
+	 * environment stays exactly as it was, toolrun's variables included
+	 * (its constructor sees the declaration and stays itself). */
+	for (size_t i = 0; i < req->n_envp && !req->command; i++)
+		if (starts_with(&req->envp[i], preload_key))
+			last = i;
+	if (last != SIZE_MAX) {
+		nested = preload_names(&req->envp[last], cfg->preload);
+		/* LD_PRELOAD is a name like any other to the filters. */
+		keep_preload = env_passes(cfg, lim, &req->envp[last]);
+	}
+
+	/* Room for the entries, the marker, and "LD_PRELOAD=<our library>"
+	 * after them, for a nested program whose LD_PRELOAD the policy drops. */
+	size_t room = (req->n_envp + nextra + 1) * sizeof(ProtobufCBinaryData);
+	ProtobufCBinaryData *env = malloc(room + keylen + liblen);
 	if (!env)
 		return -ENOMEM;
-	/* The last LD_PRELOAD is the one ld.so reads. */
-	for (size_t i = 0; i < req->n_envp; i++)
-		if (starts_with(&req->envp[i], "LD_PRELOAD="))
-			preloaded = names_toolrun_library(&req->envp[i]);
+	uint8_t *ours = (uint8_t *)env + room;
+	memcpy(ours, preload_key, keylen);
+	memcpy(ours + keylen, cfg->preload, liblen);
+
 	for (size_t i = 0; i < req->n_envp; i++) {
 		const ProtobufCBinaryData *e = &req->envp[i];
 		if (replaced(e, extra, nextra))
 			continue;
-		/* An agent command is the agent's own shell: its environment
-		 * stays exactly as it was, toolrun's variables included (its
-		 * constructor sees the declaration and stays itself). */
 		if (req->command) {
 			env[k++] = *e;
 			continue;
@@ -303,19 +316,26 @@ int policy_environment(const Toolrun__Request *req, const struct config *cfg,
 		if (starts_with(e, "TOOLRUN_")) {
 			/* With the library loaded, its constructor hides them
 			 * from the program; without it, nothing would. */
-			if (!preloaded)
+			if (!nested)
 				continue;
 			if (e->len == sizeof(marker) - 1 &&
 			    memcmp(e->data, marker, sizeof(marker) - 1) == 0)
 				marked = true;
-		} else if (!starts_with(e, "LD_PRELOAD=") && !env_passes(cfg, lim, e)) {
+		} else if (starts_with(e, preload_key)) {
+			if (!keep_preload) {
+				/* Other libraries go; ours stays, alone. */
+				if (nested && i == last)
+					env[k++] = (ProtobufCBinaryData){keylen + liblen, ours};
+				continue;
+			}
+		} else if (!env_passes(cfg, lim, e)) {
 			continue;
 		}
 		env[k++] = *e;
 	}
 	for (size_t i = 0; i < nextra; i++)
 		env[k++] = extra[i];
-	if (preloaded && !marked && !req->command) {
+	if (nested && !marked) {
 		env[k].data = (uint8_t *)marker;
 		env[k].len = sizeof(marker) - 1;
 		k++;

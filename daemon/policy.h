@@ -51,16 +51,26 @@ enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req
 				 struct policy_decision *out);
 
 /*
- * The environment the program is started with. When the request's
- * LD_PRELOAD names libtoolrun.so, toolrun's variables stay, plus
- * TOOLRUN_NESTED=1: the library stays loaded in the program, hides them
- * from it and hands them on to what it executes (see preload/nested.h).
- * Otherwise TOOLRUN_* variables go. Other variables pass the tool's
- * env_allow / env_deny patterns. An agent command's environment is its
- * envp as it is, without TOOLRUN_NESTED. `extra` ("NAME=value" entries the daemon
- * sets, as for an agent command) replace the request's variables of the
- * same names and are kept in any case. Entries point into req, extra and
- * a static marker. Free *out. Returns 0 or -ENOMEM.
+ * The environment the program is started with: the request's envp less
+ * what the tool's env_allow / env_deny patterns remove. Loader and libc
+ * variables (LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH, GCONV_PATH...) are
+ * names like any other.
+ *
+ * A program is nested when the last LD_PRELOAD (the one ld.so reads)
+ * has an entry equal to the config's `preload`, the path of toolrun's
+ * own library; a file of the same name elsewhere does not count. A
+ * nested program keeps toolrun's variables, plus TOOLRUN_NESTED=1: the
+ * library stays loaded in it, hides them from it and hands them on to
+ * what it executes (see preload/nested.h). When the filters drop
+ * LD_PRELOAD, a nested program still gets LD_PRELOAD=<preload>, without
+ * the other entries. A program that is not nested gets no TOOLRUN_*
+ * variable.
+ *
+ * An agent command's environment is its envp as it is, without
+ * TOOLRUN_NESTED. `extra` ("NAME=value" entries the daemon sets, as for
+ * an agent command) replace the request's variables of the same names
+ * and are kept in any case. Entries point into req, extra, a static
+ * marker and the block of *out itself. Free *out. Returns 0 or -ENOMEM.
  */
 int policy_environment(const Toolrun__Request *req, const struct config *cfg,
 		       const struct limits *lim, const ProtobufCBinaryData *extra,

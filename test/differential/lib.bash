@@ -21,6 +21,7 @@ dt_config() {
 		echo "# written by test/differential/lib.bash"
 		echo "socket = $TR_DIR/s.sock"
 		echo "socket_fallback ="
+		echo "preload = $TR_LIB"
 		echo "tools = $DT_TOOLS"
 		echo "max_bytes = $bytes"
 		echo "max_lines = $lines"

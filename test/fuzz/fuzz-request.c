@@ -64,6 +64,7 @@ static const char fuzz_config[] =
 	"max_lines = 200\n"
 	"timeout = 30\n"
 	"env_deny = *TOKEN* *SECRET* *KEY* AWS_*\n"
+	"preload = /usr/lib/x86_64-linux-gnu/toolrun/libtoolrun.so\n"
 	"tools = cat ls grep make\n"
 	"        /usr/bin/env\n"
 	"[tool.make]\n"
@@ -206,10 +207,11 @@ static bool contains(const uint8_t *p, size_t n, const char *what)
 /* The built-in config's filters, restated: grep sees PATH, HOME, LANG,
  * TERM, LC_* but LC_ALL, and two-letter names starting with A to C; the
  * other tools see everything but *TOKEN*, *SECRET*, *KEY* and AWS_*.
- * toolrun's own variables and LD_PRELOAD are not filtered. */
+ * toolrun's own variables are not filtered; LD_PRELOAD is, like any
+ * other name. */
 static bool env_filter_passes(const char *tool, const ProtobufCBinaryData *e)
 {
-	if (starts_with(e, "TOOLRUN_") || starts_with(e, "LD_PRELOAD="))
+	if (starts_with(e, "TOOLRUN_"))
 		return true;
 	const uint8_t *eq = e->len ? memchr(e->data, '=', e->len) : NULL;
 	size_t n = eq ? (size_t)(eq - e->data) : e->len;
@@ -225,18 +227,45 @@ static bool env_filter_passes(const char *tool, const ProtobufCBinaryData *e)
 	       !contains(name, n, "KEY") && !(n >= 4 && memcmp(name, "AWS_", 4) == 0);
 }
 
+/* Does the LD_PRELOAD entry e have `preload` itself among its entries
+ * (separated by colons or spaces)? Restated. */
+static bool names_our_library(const ProtobufCBinaryData *e)
+{
+	size_t plen = strlen(cfg.preload);
+
+	for (size_t i = strlen("LD_PRELOAD="); i < e->len;) {
+		size_t j = i;
+		while (j < e->len && e->data[j] != ':' && e->data[j] != ' ')
+			j++;
+		if (j - i == plen && memcmp(e->data + i, cfg.preload, plen) == 0)
+			return true;
+		i = j + 1;
+	}
+	return false;
+}
+
 /* The environment must be the request's entries in order, some left out,
- * plus at most the marker at the end; without the marker, no TOOLRUN_
- * entry may be left; every entry passes the tool's filters, and every
- * request entry left out was one to leave out. */
+ * plus at most the marker at the end; the marker is there exactly when
+ * the last LD_PRELOAD names the `preload` path; without it, no TOOLRUN_
+ * entry may be left; every entry passes the tool's filters, but for
+ * LD_PRELOAD=<preload> standing for the last LD_PRELOAD of a nested
+ * program, and every request entry left out was one to leave out. */
 static void check_environment(const Toolrun__Request *req, const char *tool,
 			      const struct limits *lim)
 {
 	static const ProtobufCBinaryData marker = {
 		sizeof("TOOLRUN_NESTED=1") - 1, (uint8_t *)"TOOLRUN_NESTED=1"};
+	char ours_text[sizeof("LD_PRELOAD=") + CONFIG_PATH_MAX];
+	const ProtobufCBinaryData ours = {
+		(size_t)snprintf(ours_text, sizeof(ours_text), "LD_PRELOAD=%s", cfg.preload),
+		(uint8_t *)ours_text};
 	ProtobufCBinaryData *env = NULL;
-	size_t n = 0;
+	size_t n = 0, last = SIZE_MAX;
 
+	for (size_t j = 0; j < req->n_envp; j++)
+		if (starts_with(&req->envp[j], "LD_PRELOAD="))
+			last = j;
+	bool nested = last != SIZE_MAX && names_our_library(&req->envp[last]);
 	if (policy_environment(req, &cfg, lim, NULL, 0, &env, &n) < 0)
 		return;
 	CHECK(env != NULL);
@@ -248,7 +277,15 @@ static void check_environment(const Toolrun__Request *req, const char *tool,
 	size_t j = 0;
 	for (size_t i = 0; i < n; i++) {
 		touch(env[i].data, env[i].len);
-		CHECK(env_filter_passes(tool, &env[i]));
+		if (!env_filter_passes(tool, &env[i])) {
+			/* Our library alone, where the last LD_PRELOAD was. */
+			CHECK(nested && j <= last && same_bytes(&env[i], &ours));
+			for (; j < last; j++)
+				CHECK(!env_filter_passes(tool, &req->envp[j]) ||
+				      starts_with(&req->envp[j], "TOOLRUN_"));
+			j = last + 1;
+			continue;
+		}
 		while (j < req->n_envp && env[i].data != req->envp[j].data) {
 			/* Left out: filtered, or toolrun's own without the
 			 * library. */
@@ -270,6 +307,7 @@ static void check_environment(const Toolrun__Request *req, const char *tool,
 	for (; j < req->n_envp; j++)
 		CHECK(!env_filter_passes(tool, &req->envp[j]) ||
 		      starts_with(&req->envp[j], "TOOLRUN_"));
+	CHECK(marked == nested);
 	if (!marked)
 		for (size_t i = 0; i < n; i++)
 			CHECK(!starts_with(&env[i], "TOOLRUN_"));
@@ -825,6 +863,7 @@ static const char *const tokens[] = {
 	"/usr/bin/", "LD_PRELOAD=", "LD_PRELOAD=libtoolrun.so",
 	"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/toolrun/libtoolrun.so",
 	"LD_PRELOAD=libfoo.so:libtoolrun.so libbar.so", "LD_PRELOAD=:: :",
+	"LD_PRELOAD=/tmp/x/libtoolrun.so", "LD_AUDIT=/tmp/a.so",
 	"TOOLRUN_", "TOOLRUN_NESTED=1", "TOOLRUN_SOCKET=/run/x.sock",
 	"TOOLRUN_NESTED=0", "PATH=/usr/bin:/bin", "HOME=/root", "LANG=C",
 	"LC_ALL=C", "LC_CTYPE=C.UTF-8", "TERM=xterm", "AWS_SECRET=x",

@@ -32,6 +32,7 @@ tr_write_config() {
 		echo "socket = $TR_DIR/s.sock"
 		# Only this file's daemon: never one at the default fallbacks.
 		echo "socket_fallback ="
+		echo "preload = $TR_LIB"
 		echo "tools = cat grep find ls head tail sed awk sort uniq wc $TR_PROBE"
 		echo "max_bytes = 4000"
 		echo "max_lines = 200"

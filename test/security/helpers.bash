@@ -200,6 +200,7 @@ tr_start_nobody() {
 		*" spill_dir ="*) ;;
 		*) echo "spill_dir = $TR_DIR/run/spill" ;;
 		esac
+		echo "preload = $TR_DIR/lib/libtoolrun.so"
 		echo "user = nobody"
 		echo "allow_uids = root $TR_CALLER $TR_CALLER2"
 		echo "tools = cat head tr"

@@ -26,6 +26,9 @@
 
 #define BIN(s) ((ProtobufCBinaryData){sizeof(s) - 1, (uint8_t *)(s)})
 
+/* toolrun's library where it is installed: the default of `preload`. */
+#define OURS TOOLRUN_PKGLIBDIR "/libtoolrun.so"
+
 static struct config cfg;
 static int root_fd = -1;
 
@@ -628,17 +631,18 @@ static int marker_at(const struct env_result *r)
 	return at;
 }
 
-/* With the library in LD_PRELOAD (in any of ld.so's spellings), the
- * program keeps it: the environment passes as it is, toolrun's variables
- * included, and the marker that tells the library to hide them follows. */
+/* With the library in LD_PRELOAD (its installed path, among entries
+ * in any of ld.so's spellings), the program keeps it: the environment
+ * passes as it is, toolrun's variables included, and the marker that
+ * tells the library to hide them follows. */
 static void test_environment_with_library_keeps_everything_and_marks_it(void **state)
 {
 	(void)state;
 	static const ProtobufCBinaryData preloads[] = {
-		BIN("LD_PRELOAD=libtoolrun.so"),
-		BIN("LD_PRELOAD=/opt/liba.so:/usr/lib/x86_64-linux-gnu/toolrun/libtoolrun.so:libb.so"),
-		BIN("LD_PRELOAD=liba.so libtoolrun.so  /x/libb.so"),
-		BIN("LD_PRELOAD= libtoolrun.so: "),
+		BIN("LD_PRELOAD=" OURS),
+		BIN("LD_PRELOAD=/opt/liba.so:" OURS ":libb.so"),
+		BIN("LD_PRELOAD=liba.so " OURS "  /x/libb.so"),
+		BIN("LD_PRELOAD= " OURS ": "),
 	};
 	for (size_t i = 0; i < sizeof(preloads) / sizeof(preloads[0]); i++) {
 		const ProtobufCBinaryData envp[] = {
@@ -657,7 +661,7 @@ static void test_environment_with_library_adds_the_marker_once(void **state)
 {
 	(void)state;
 	const ProtobufCBinaryData envp[] = {
-		BIN("LD_PRELOAD=/x/libtoolrun.so"), BIN("TOOLRUN_NESTED=1"), BIN("B=2"),
+		BIN("LD_PRELOAD=" OURS), BIN("TOOLRUN_NESTED=1"), BIN("B=2"),
 	};
 	const struct env_result *r = environment(envp, 3);
 	assert_int_equal(r->n, 3);
@@ -694,6 +698,74 @@ static void test_environment_libraries_with_similar_names_are_not_ours(void **st
 	assert_int_equal(marker_at(r), -1);
 }
 
+/* Only the exact path is ours: a file named libtoolrun.so anywhere else,
+ * or our path spelt another way, is just another library. It stays in
+ * LD_PRELOAD (the default policy lets LD_PRELOAD through), and toolrun's
+ * variables go, a secret-looking one among them. */
+static void test_environment_library_of_our_name_elsewhere_is_not_ours(void **state)
+{
+	(void)state;
+	static const ProtobufCBinaryData lookalikes[] = {
+		BIN("LD_PRELOAD=/tmp/x/libtoolrun.so"),
+		BIN("LD_PRELOAD=libtoolrun.so"),
+		BIN("LD_PRELOAD=/" OURS),
+		BIN("LD_PRELOAD=" OURS "/"),
+		BIN("LD_PRELOAD=" OURS ".1"),
+		BIN("LD_PRELOAD=x" OURS),
+		BIN("LD_PRELOAD=" TOOLRUN_PKGLIBDIR "/./libtoolrun.so"),
+		BIN("LD_PRELOAD=" TOOLRUN_PKGLIBDIR "/libtoolrun.s"),
+	};
+	for (size_t i = 0; i < sizeof(lookalikes) / sizeof(lookalikes[0]); i++) {
+		const ProtobufCBinaryData envp[] = {
+			lookalikes[i], BIN("TOOLRUN_CONFIG=/c"), BIN("TOOLRUN_API_KEY=s"),
+			BIN("TOOLRUN_NESTED=1"), BIN("A=1"),
+		};
+		const struct env_result *r = environment(envp, 5);
+		assert_int_equal(r->n, 2);
+		assert_ptr_equal(r->env[0].data, envp[0].data);
+		assert_ptr_equal(r->env[1].data, envp[4].data);
+	}
+}
+
+/* `preload` names the library toolrund counts as its own (a build tree's,
+ * in the tests); then the installed path is just another library. */
+static void test_environment_preload_key_names_our_library(void **state)
+{
+	(void)state;
+	use_config("tools = cat\npreload = /opt/t/libtoolrun.so\n");
+	assert_string_equal(cfg.preload, "/opt/t/libtoolrun.so");
+	const ProtobufCBinaryData mine[] = {
+		BIN("LD_PRELOAD=/opt/t/libtoolrun.so"), BIN("TOOLRUN_CONFIG=/c"),
+	};
+	const struct env_result *r = environment(mine, 2);
+	assert_int_equal(r->n, 3);
+	assert_int_equal(marker_at(r), 2);
+
+	const ProtobufCBinaryData installed[] = {
+		BIN("LD_PRELOAD=" OURS), BIN("TOOLRUN_CONFIG=/c"),
+	};
+	r = environment(installed, 2);
+	assert_int_equal(r->n, 1);
+	assert_ptr_equal(r->env[0].data, installed[0].data);
+}
+
+static void test_preload_key_default_and_refused_values(void **state)
+{
+	(void)state;
+	static const char *const refused[] = {
+		"preload = libtoolrun.so\n", "preload = ./libtoolrun.so\n",
+		"preload = /a:b/libtoolrun.so\n", "preload = /a b/libtoolrun.so\n",
+		"preload =\n",
+	};
+	config_init(&cfg, "test.conf");
+	assert_string_equal(cfg.preload, OURS);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		config_init(&cfg, "test.conf");
+		assert_int_equal(config_parse_text(&cfg, refused[i]), -EINVAL);
+		assert_non_null(strstr(cfg.error, "preload must be an absolute path"));
+	}
+}
+
 static void test_environment_keeps_unusual_entries_byte_for_byte(void **state)
 {
 	(void)state;
@@ -726,7 +798,7 @@ static void test_environment_last_ld_preload_decides(void **state)
 {
 	(void)state;
 	const ProtobufCBinaryData ours_then_other[] = {
-		BIN("LD_PRELOAD=libtoolrun.so"), BIN("TOOLRUN_X=1"), BIN("LD_PRELOAD=/opt/libb.so"),
+		BIN("LD_PRELOAD=" OURS), BIN("TOOLRUN_X=1"), BIN("LD_PRELOAD=/opt/libb.so"),
 	};
 	const struct env_result *r = environment(ours_then_other, 3);
 	assert_int_equal(r->n, 2);
@@ -735,7 +807,7 @@ static void test_environment_last_ld_preload_decides(void **state)
 	assert_int_equal(marker_at(r), -1);
 
 	const ProtobufCBinaryData other_then_ours[] = {
-		BIN("LD_PRELOAD=/opt/libb.so"), BIN("TOOLRUN_X=1"), BIN("LD_PRELOAD=libtoolrun.so"),
+		BIN("LD_PRELOAD=/opt/libb.so"), BIN("TOOLRUN_X=1"), BIN("LD_PRELOAD=" OURS),
 	};
 	r = environment(other_then_ours, 3);
 	assert_int_equal(r->n, 4);
@@ -773,18 +845,138 @@ static void test_environment_allow_list_keeps_only_matching_names(void **state)
 	assert_true(bin_equal(&r->env[2], "HOME=/h", 7));
 }
 
+/* The filters leave toolrun's variables to the library. LD_PRELOAD is
+ * theirs like any other name, but our own entry stays: alone. */
 static void test_environment_filters_leave_toolrun_variables_to_the_library(void **state)
 {
 	(void)state;
 	use_config("tools = cat\nenv_allow = PATH\n");
 	const ProtobufCBinaryData envp[] = {
-		BIN("LD_PRELOAD=/x/libtoolrun.so"), BIN("TOOLRUN_CONFIG=/c"), BIN("OTHER=1"),
+		BIN("LD_PRELOAD=" OURS), BIN("TOOLRUN_CONFIG=/c"), BIN("OTHER=1"),
 	};
 	const struct env_result *r = environment(envp, 3);
 	assert_int_equal(r->n, 3); /* both kept, OTHER dropped, the marker added */
-	assert_true(bin_equal(&r->env[0], "LD_PRELOAD=/x/libtoolrun.so", 27));
+	assert_true(bin_equal(&r->env[0], "LD_PRELOAD=" OURS, sizeof("LD_PRELOAD=" OURS) - 1));
 	assert_true(bin_equal(&r->env[1], "TOOLRUN_CONFIG=/c", 17));
 	assert_true(bin_equal(&r->env[2], "TOOLRUN_NESTED=1", 16));
+}
+
+/* The attack: a library of the caller's beside ours, with env_allow set.
+ * The program gets our library only. */
+static void test_environment_allow_list_drops_other_preloaded_libraries(void **state)
+{
+	(void)state;
+	static const char want[] = "LD_PRELOAD=" OURS;
+	use_config("tools = cat\nenv_allow = PATH HOME\n");
+	const ProtobufCBinaryData envp[] = {
+		BIN("PATH=/bin"), BIN("LD_PRELOAD=/tmp/evil.so:" OURS " /tmp/evil2.so"),
+		BIN("TOOLRUN_CONFIG=/c"),
+	};
+	const struct env_result *r = environment(envp, 3);
+	assert_int_equal(r->n, 4);
+	assert_ptr_equal(r->env[0].data, envp[0].data);
+	assert_true(bin_equal(&r->env[1], want, sizeof(want) - 1));
+	assert_ptr_equal(r->env[2].data, envp[2].data);
+	assert_int_equal(marker_at(r), 3);
+}
+
+/* Without our library, nothing of LD_PRELOAD is left. */
+static void test_environment_allow_list_drops_ld_preload_of_a_plain_program(void **state)
+{
+	(void)state;
+	use_config("tools = cat\nenv_allow = PATH HOME\n");
+	const ProtobufCBinaryData envp[] = {
+		BIN("LD_PRELOAD=/tmp/evil.so"), BIN("HOME=/h"), BIN("LD_PRELOAD=/tmp/x/libtoolrun.so"),
+	};
+	const struct env_result *r = environment(envp, 3);
+	assert_int_equal(r->n, 1);
+	assert_ptr_equal(r->env[0].data, envp[1].data);
+}
+
+/* env_deny drops LD_PRELOAD the same way; every LD_PRELOAD goes, and the
+ * one ld.so reads becomes ours alone, where it was. */
+static void test_environment_deny_list_drops_ld_preload_ours_stays_once(void **state)
+{
+	(void)state;
+	static const char want[] = "LD_PRELOAD=" OURS;
+	use_config("tools = cat\nenv_deny = LD_PRELOAD\n");
+	const ProtobufCBinaryData envp[] = {
+		BIN("LD_PRELOAD=/tmp/a.so"), BIN("A=1"), BIN("LD_PRELOAD=" OURS ":/tmp/b.so"), BIN("B=2"),
+	};
+	const struct env_result *r = environment(envp, 4);
+	assert_int_equal(r->n, 4);
+	assert_ptr_equal(r->env[0].data, envp[1].data);
+	assert_true(bin_equal(&r->env[1], want, sizeof(want) - 1));
+	assert_ptr_equal(r->env[2].data, envp[3].data);
+	assert_int_equal(marker_at(r), 3);
+}
+
+/* A policy that allows LD_PRELOAD passes it whole, other libraries too. */
+static void test_environment_allowed_ld_preload_passes_whole(void **state)
+{
+	(void)state;
+	use_config("tools = cat\nenv_allow = PATH LD_PRELOAD\n");
+	const ProtobufCBinaryData envp[] = {
+		BIN("LD_PRELOAD=/tmp/a.so:" OURS), BIN("LD_AUDIT=/tmp/b.so"),
+	};
+	const struct env_result *r = environment(envp, 2);
+	assert_int_equal(r->n, 2);
+	assert_ptr_equal(r->env[0].data, envp[0].data);
+	assert_int_equal(marker_at(r), 1);
+}
+
+/* Loader and libc variables are names like any other: the default
+ * policy passes them (the caller's own, for a program of its uid), the
+ * filters drop them. */
+static const ProtobufCBinaryData loader_vars[] = {
+	BIN("LD_PRELOAD=/tmp/evil.so"), BIN("LD_AUDIT=/tmp/evil.so"),
+	BIN("LD_LIBRARY_PATH=/tmp"), BIN("GCONV_PATH=/tmp"), BIN("GLIBC_TUNABLES=x=1"),
+	BIN("MALLOC_ARENA_MAX=1"), BIN("LOCPATH=/tmp"), BIN("NLSPATH=/tmp/%N"),
+	BIN("HOSTALIASES=/tmp/h"), BIN("TMPDIR=/tmp"),
+};
+#define NLOADER_VARS (sizeof(loader_vars) / sizeof(loader_vars[0]))
+
+static void test_environment_loader_variables_pass_by_default(void **state)
+{
+	(void)state;
+	const struct env_result *r = environment(loader_vars, NLOADER_VARS);
+	assert_int_equal(r->n, NLOADER_VARS);
+	for (size_t i = 0; i < NLOADER_VARS; i++)
+		assert_ptr_equal(r->env[i].data, loader_vars[i].data);
+}
+
+static void test_environment_loader_variables_follow_the_filters(void **state)
+{
+	(void)state;
+	use_config("tools = cat\nenv_allow = PATH HOME\n");
+	assert_int_equal(environment(loader_vars, NLOADER_VARS)->n, 0);
+
+	use_config("tools = cat\n"
+		   "env_deny = LD_* GCONV_PATH GLIBC_TUNABLES MALLOC_* LOCPATH NLSPATH\n");
+	const struct env_result *r = environment(loader_vars, NLOADER_VARS);
+	assert_int_equal(r->n, 2);
+	assert_ptr_equal(r->env[0].data, loader_vars[8].data);
+	assert_ptr_equal(r->env[1].data, loader_vars[9].data);
+}
+
+/* An agent command is the agent's own shell: nothing is filtered there. */
+static void test_environment_of_a_command_is_its_envp(void **state)
+{
+	(void)state;
+	use_config("tools = cat\nenv_allow = PATH\n");
+	const ProtobufCBinaryData envp[] = {
+		BIN("LD_PRELOAD=/tmp/evil.so:" OURS), BIN("TOOLRUN_CONFIG=/c"), BIN("LD_AUDIT=/a"),
+	};
+	Toolrun__Request req = TOOLRUN__REQUEST__INIT;
+	req.command = true;
+	req.envp = (ProtobufCBinaryData *)envp;
+	req.n_envp = 3;
+	env_free();
+	assert_int_equal(policy_environment(&req, &cfg, &cfg.defaults, NULL, 0,
+					    &held.env, &held.n), 0);
+	assert_int_equal(held.n, 3);
+	for (size_t i = 0; i < 3; i++)
+		assert_ptr_equal(held.env[i].data, envp[i].data);
 }
 
 static void test_env_matches_names_only_never_values(void **state)
@@ -832,11 +1024,21 @@ int main(void)
 		T(test_environment_with_library_adds_the_marker_once),
 		T(test_environment_without_library_drops_toolrun_variables_only),
 		T(test_environment_libraries_with_similar_names_are_not_ours),
+		T(test_environment_library_of_our_name_elsewhere_is_not_ours),
+		T(test_environment_preload_key_names_our_library),
+		T(test_preload_key_default_and_refused_values),
 		T(test_environment_last_ld_preload_decides),
 		T(test_environment_keeps_unusual_entries_byte_for_byte),
 		T(test_environment_drops_secrets_by_default),
 		T(test_environment_allow_list_keeps_only_matching_names),
 		T(test_environment_filters_leave_toolrun_variables_to_the_library),
+		T(test_environment_allow_list_drops_other_preloaded_libraries),
+		T(test_environment_allow_list_drops_ld_preload_of_a_plain_program),
+		T(test_environment_deny_list_drops_ld_preload_ours_stays_once),
+		T(test_environment_allowed_ld_preload_passes_whole),
+		T(test_environment_loader_variables_pass_by_default),
+		T(test_environment_loader_variables_follow_the_filters),
+		T(test_environment_of_a_command_is_its_envp),
 		T(test_env_matches_names_only_never_values),
 	};
 #undef T
