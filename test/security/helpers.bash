@@ -184,6 +184,7 @@ tr_start_nobody() {
 	sed "s|^toolrun_lib=.*|toolrun_lib='$TR_DIR/lib/libtoolrun.so'|" "$TR_SNIPPET" \
 		>"$TR_DIR/lib/toolrun.sh"
 	TR_SNIPPET="$TR_DIR/lib/toolrun.sh"
+	TR_LIB="$TR_DIR/lib/libtoolrun.so"
 	# The socket's directory is the daemon's to create, for its user.
 	TR_SOCKET="$TR_DIR/run/s.sock"
 	export TR_SOCKET
