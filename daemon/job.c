@@ -402,7 +402,7 @@ void job_on_spawned(struct listener *L, uint64_t id, pid_t pid, int err,
 	j->spawned = true;
 	j->start_us = monotonic_us();
 	if (j->conn) {
-		reply_started(&j->conn->out, pid);
+		reply_started(&j->conn->out, pid, j->limits.timeout_s);
 		conn_flush(j->conn);
 	}
 	if (j->client_gone || j->timed_out) {

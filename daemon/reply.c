@@ -17,12 +17,15 @@ int reply_hello(struct outq *q)
 	return push(q, &m);
 }
 
-int reply_started(struct outq *q, pid_t pid)
+int reply_started(struct outq *q, pid_t pid, uint32_t timeout_s)
 {
 	Toolrun__Started s = TOOLRUN__STARTED__INIT;
 	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
+	uint64_t ms = (uint64_t)timeout_s * 1000;
 
 	s.pid = pid;
+	/* The config allows a week at most; the clamp is for the field. */
+	s.timeout_ms = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
 	m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_STARTED;
 	m.started = &s;
 	return push(q, &m);

@@ -31,7 +31,8 @@ struct exit_report {
 };
 
 int reply_hello(struct outq *q);
-int reply_started(struct outq *q, pid_t pid);
+/* timeout_s: the job's time limit (0: none), for the client's own deadline. */
+int reply_started(struct outq *q, pid_t pid, uint32_t timeout_s);
 int reply_output(struct outq *q, Toolrun__Stream stream, const uint8_t *p,
 		 size_t n);
 int reply_exit(struct outq *q, const struct exit_report *r);

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -30,6 +31,48 @@ static const int forwarded_signals[] = {
 	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGALRM,
 	SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT,
 };
+
+/*
+ * A stuck toolrund. The client waits for the daemon as long as a job may
+ * legitimately take: its whole time limit, and longer while a tool waits
+ * on a producer of its input (`make check | tail`) or a program handles
+ * a signal. It must not wait for ever on a daemon that has stopped (a
+ * SIGSTOP to its listener, a wedged process): nobody, not even `timeout`,
+ * could then end the caller. So at the points below it asks, on a
+ * connection of its own, for a Ping. A daemon that answers serves, and is
+ * waited for again; one that says nothing within PING_WAIT_MS is given up
+ * on: a job past its time limit ends with 124, one sent SIGTERM, SIGINT or
+ * SIGHUP ends on that signal, one that never started leaves the exec to
+ * the caller's fallback. The points:
+ *   - START_WAIT_MS after the request, while Started has not come;
+ *   - TIMEOUT_GRACE_MS past the job's time limit (Started.timeout_ms);
+ *   - SIGNAL_GRACE_MS after a forwarded signal that ends the program;
+ *   - RECHECK_MS after each answered Ping.
+ * On the usual path this costs no system call: poll() gets a timeout
+ * instead of -1, and the clock is read through the vDSO.
+ */
+
+/* Hello and Started follow the request within milliseconds (the daemon
+ * only forks and execs). Ten seconds, the time the daemon itself gives a
+ * client to send its request, leaves room for any load; and a look that
+ * comes early costs one Ping. */
+#define START_WAIT_MS 10000
+/* Past the time limit the daemon asks whether a tool waits on a producer,
+ * kills the group, reaps it, drains its pipes and sends Exit: milliseconds,
+ * seconds on a loaded machine. A few seconds covers that, and the notice
+ * of a real timeout is the daemon's, not ours. */
+#define TIMEOUT_GRACE_MS 5000
+/* A program that dies of a signal is reported within milliseconds. Two
+ * seconds is short enough that `timeout` or a person at Ctrl-C sees the
+ * caller end at once; a program that handles the signal and takes longer
+ * is waited for, since the daemon answers the Ping. */
+#define SIGNAL_GRACE_MS 2000
+/* A listener that runs answers at its next turn of its loop; five seconds
+ * of silence is one that is stopped or wedged, not one that is busy. */
+#define PING_WAIT_MS 5000
+/* The daemon answered, but the job goes on: look again this much later. */
+#define RECHECK_MS 5000
+#define NEVER INT64_MAX
 
 /* Decoded messages live here; an Output holds at most 64 KiB. */
 #define UNPACK_ARENA_SIZE (FRAME_MAX_SERVER_PAYLOAD + 16 * 1024)
@@ -90,6 +133,12 @@ struct client {
 	bool got_hello;
 	bool started;
 	bool reader_gone[2]; /* stdout, stderr: told the daemon */
+
+	/* The watch on a stuck daemon (above). */
+	int64_t check_at;    /* monotonic ms of the next look, or NEVER */
+	int ping;            /* the Ping's connection while it waits, or -1 */
+	uint32_t timeout_ms; /* Started's: the job's time limit; 0: none */
+	int ending_signal;   /* the first forwarded signal that ends the program */
 };
 
 /* Give up before anything ran: the caller applies the fallback. */
@@ -108,9 +157,8 @@ static void unreachable(struct client *cl, int err, const char *what,
 	}
 }
 
-/* Give up after the program started: say why and exit 1. */
-static NORETURN void fail_running(struct client *cl, const char *what,
-				  const char *detail)
+/* "toolrun: NAME: WHAT[: DETAIL]" on stderr. */
+static void say(const struct client *cl, const char *what, const char *detail)
 {
 	char msg[768];
 	struct sbuf sb = SBUF_INIT(msg);
@@ -125,6 +173,13 @@ static NORETURN void fail_running(struct client *cl, const char *what,
 	}
 	sbuf_addc(&sb, '\n');
 	(void)write_all(STDERR_FILENO, msg, sb.len);
+}
+
+/* Give up after the program started: say why and exit 1. */
+static NORETURN void fail_running(struct client *cl, const char *what,
+				  const char *detail)
+{
+	say(cl, what, detail);
 	_exit(1);
 }
 
@@ -486,6 +541,7 @@ static int take_signals(struct client *cl)
 static void release(struct client *cl)
 {
 	close_fd(&cl->sock);
+	close_fd(&cl->ping);
 	close_fd(&cl->sigfd);
 	close_fd(&cl->cwd_fd);
 	if (cl->signals_taken) {
@@ -594,6 +650,171 @@ static void on_output(struct client *cl, const Toolrun__Output *out)
 	/* Other errors: the stream is gone (a closed fd), as is the output. */
 }
 
+/* ---- The watch on a stuck daemon ---- */
+
+static void check_no_later(struct client *cl, int64_t at)
+{
+	if (at < cl->check_at)
+		cl->check_at = at;
+}
+
+/* poll()'s timeout: until the next look at toolrund, or none. */
+static int poll_timeout(const struct client *cl)
+{
+	if (cl->check_at == NEVER)
+		return -1;
+	int64_t left = cl->check_at - monotonic_ms();
+	return left <= 0 ? 0 : left < INT_MAX ? (int)left : INT_MAX;
+}
+
+/*
+ * The signals that ask a program to end (timeout(1), Ctrl-C, a terminal
+ * that closed), when the program does not ignore or block them: it gets
+ * the caller's choice. The client ends on them itself if toolrund is
+ * stuck; other signals only go on to the program, as before.
+ */
+static bool ends_program(const struct client *cl, int sig)
+{
+	if (sig != SIGTERM && sig != SIGINT && sig != SIGHUP)
+		return false;
+	return !((cl->ignored | cl->blocked) & signal_bit(sig));
+}
+
+static const char *ending_signal_name(int sig)
+{
+	switch (sig) {
+	case SIGTERM:
+		return "SIGTERM";
+	case SIGINT:
+		return "SIGINT";
+	default:
+		return "SIGHUP";
+	}
+}
+
+/* A signal went on to the program: if it ends it, its Exit is due soon.
+ * A Ping already waiting decides first. */
+static void note_signal(struct client *cl, int sig)
+{
+	if (cl->ending_signal || !ends_program(cl, sig))
+		return;
+	cl->ending_signal = sig;
+	if (cl->ping < 0)
+		check_no_later(cl, monotonic_ms() + SIGNAL_GRACE_MS);
+}
+
+/* Started: the next look is due past the job's time limit, if it has one
+ * (or sooner, for a signal that ends it). */
+static void on_started(struct client *cl, const Toolrun__Started *s)
+{
+	cl->started = true;
+	cl->timeout_ms = s->timeout_ms;
+	drop_passed_fds(cl);
+	close_fd(&cl->ping); /* it serves */
+	if (cl->ending_signal)
+		return;
+	cl->check_at = s->timeout_ms
+			       ? monotonic_ms() + s->timeout_ms + TIMEOUT_GRACE_MS
+			       : NEVER;
+}
+
+/* The daemon answered the Ping, or wrote to the job's connection while it
+ * waited: it serves. Look again later. */
+static void daemon_answered(struct client *cl)
+{
+	close_fd(&cl->ping);
+	cl->check_at = monotonic_ms() + RECHECK_MS;
+}
+
+/* Ask toolrund, on a connection of its own, whether it serves: Hello and
+ * Ping. Returns that connection, or -errno. */
+static int ping_daemon(const struct client *cl)
+{
+	Toolrun__Hello hello = TOOLRUN__HELLO__INIT;
+	Toolrun__Ping ping = TOOLRUN__PING__INIT;
+	Toolrun__ClientMessage hmsg = TOOLRUN__CLIENT_MESSAGE__INIT;
+	Toolrun__ClientMessage pmsg = TOOLRUN__CLIENT_MESSAGE__INIT;
+	uint8_t buf[256];
+	char why[256];
+	const char *where;
+
+	hello.protocol_version = TOOLRUN__VERSION__VERSION_CURRENT;
+	hello.software = (char *)cl->call->software;
+	hmsg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
+	hmsg.hello = &hello;
+	pmsg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_PING;
+	pmsg.ping = &ping;
+	if (frame_size(&hmsg.base) + frame_size(&pmsg.base) > sizeof(buf))
+		return -E2BIG;
+	int s = connect_daemon(cl->call->cfg, 0, &where, why, sizeof(why));
+	if (s < 0)
+		return s;
+	size_t n = frame_pack(&hmsg.base, 0, buf);
+	n += frame_pack(&pmsg.base, 0, buf + n);
+	int r = frame_send(s, buf, n, NULL, 0);
+	if (r < 0) {
+		close(s);
+		return r;
+	}
+	return s;
+}
+
+/* "N s", or "N ms" for a part of a second */
+static void add_duration(struct sbuf *sb, uint64_t ms)
+{
+	sbuf_add_u64(sb, ms % 1000 ? ms : ms / 1000);
+	sbuf_add(sb, ms % 1000 ? " ms" : " s");
+}
+
+/* toolrund is late and does not answer. Returns true when client_run
+ * returns (nothing ran); otherwise the process ends here. */
+static bool give_up(struct client *cl)
+{
+	char what[256];
+	struct sbuf sb = SBUF_INIT(what);
+
+	if (cl->ending_signal) {
+		const char *sig = ending_signal_name(cl->ending_signal);
+		sbuf_add(&sb, "toolrund did not report the program's end within ");
+		add_duration(&sb, SIGNAL_GRACE_MS);
+		sbuf_add(&sb, " of ");
+		sbuf_add(&sb, sig);
+		sbuf_add(&sb, " and does not answer; ending on ");
+		sbuf_add(&sb, sig);
+		say(cl, what, NULL);
+		die_by_signal(cl->ending_signal, false);
+	}
+	if (cl->started) {
+		sbuf_add(&sb, "toolrund did not end the job within its ");
+		sbuf_add(&sb, cl->call->command ? "command_timeout (" : "timeout (");
+		add_duration(&sb, cl->timeout_ms);
+		sbuf_add(&sb, ") + ");
+		add_duration(&sb, TIMEOUT_GRACE_MS);
+		sbuf_add(&sb, " and does not answer; giving up");
+		say(cl, what, NULL);
+		_exit(124); /* the status of a timeout */
+	}
+	sbuf_add(&sb, "toolrund did not start the program within ");
+	add_duration(&sb, START_WAIT_MS);
+	sbuf_add(&sb, " of the request and does not answer");
+	unreachable(cl, ETIMEDOUT, what, NULL);
+	return true;
+}
+
+/* A look at toolrund is due, and nothing arrived meanwhile. Returns true
+ * when client_run returns. */
+static bool on_check_due(struct client *cl)
+{
+	if (cl->ping < 0) {
+		cl->ping = ping_daemon(cl);
+		if (cl->ping >= 0) {
+			cl->check_at = monotonic_ms() + PING_WAIT_MS;
+			return false;
+		}
+	}
+	return give_up(cl);
+}
+
 static NORETURN void on_exit_started(const Toolrun__Exit *ex)
 {
 	if (ex->status_case == TOOLRUN__EXIT__STATUS_SIGNAL)
@@ -621,8 +842,7 @@ static bool on_message(struct client *cl, const Toolrun__ServerMessage *m)
 		cl->got_hello = true;
 		return false;
 	case TOOLRUN__SERVER_MESSAGE__MSG_STARTED:
-		cl->started = true;
-		drop_passed_fds(cl);
+		on_started(cl, m->started);
 		return false;
 	case TOOLRUN__SERVER_MESSAGE__MSG_OUTPUT:
 		on_output(cl, m->output);
@@ -711,12 +931,14 @@ static void event_loop(struct client *cl)
 	};
 
 	for (;;) {
-		struct pollfd pfd[4] = {
+		/* poll() skips the Ping's entry while none waits (fd -1). */
+		struct pollfd pfd[5] = {
 			{.fd = cl->sock, .events = POLLIN},
 			{.fd = cl->sigfd, .events = POLLIN},
+			{.fd = cl->ping, .events = POLLIN},
 		};
-		int stream_of[4] = {-1, -1, -1, -1};
-		nfds_t n = 2;
+		int stream_of[5] = {-1, -1, -1, -1, -1};
+		nfds_t n = 3;
 		for (int i = 0; i < 2; i++) {
 			if (!watch[i] || cl->reader_gone[i])
 				continue;
@@ -724,7 +946,8 @@ static void event_loop(struct client *cl)
 			pfd[n++] = (struct pollfd){.fd = i ? STDERR_FILENO : STDOUT_FILENO};
 		}
 
-		if (poll(pfd, n, -1) < 0) {
+		int ready = poll(pfd, n, poll_timeout(cl));
+		if (ready < 0) {
 			if (errno == EINTR)
 				continue;
 			if (cl->started)
@@ -732,19 +955,29 @@ static void event_loop(struct client *cl)
 			unreachable(cl, errno, "poll", errno_text(errno));
 			return;
 		}
+		if (ready == 0) {
+			if (monotonic_ms() >= cl->check_at && on_check_due(cl))
+				return;
+			continue;
+		}
 		if (pfd[1].revents & POLLIN) {
 			struct signalfd_siginfo si;
 			while (read(cl->sigfd, &si, sizeof(si)) == sizeof(si)) {
 				int sig = (int)si.ssi_signo;
-				if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+				if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
 					stop_with_program(cl, sig);
-				else
+				} else {
 					send_signal(cl, sig);
+					note_signal(cl, sig);
+				}
 			}
 		}
-		for (nfds_t i = 2; i < n; i++)
+		for (nfds_t i = 3; i < n; i++)
 			if (pfd[i].revents & (POLLERR | POLLHUP))
 				reader_gone(cl, stream_of[i]);
+		/* Whatever comes back, even a refusal, is a daemon that runs. */
+		if (cl->ping >= 0 && (pfd[2].revents || pfd[0].revents))
+			daemon_answered(cl);
 		if (pfd[0].revents && read_frames(cl))
 			return;
 	}
@@ -754,6 +987,7 @@ void client_run(const struct client_call *call, struct client_result *res)
 {
 	struct client cl = {
 		.call = call, .res = res, .sock = -1, .sigfd = -1, .cwd_fd = -1,
+		.ping = -1, .check_at = NEVER,
 	};
 	size_t argc, envc, hello_len, total;
 	uint8_t *frames;
@@ -828,6 +1062,7 @@ void client_run(const struct client_call *call, struct client_result *res)
 		goto out;
 	}
 	close_fd(&cl.cwd_fd);
+	cl.check_at = monotonic_ms() + START_WAIT_MS;
 	event_loop(&cl);
 out:
 	release(&cl);

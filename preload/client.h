@@ -5,7 +5,11 @@
  * It sends Hello and Request (with the working directory and the
  * inherited fds), writes each Output it receives to its own stdout or
  * stderr, forwards the signals it receives, and finally exits as the
- * program did: the same code, or death by the same signal.
+ * program did: the same code, or death by the same signal. It does not
+ * wait for ever on a daemon that stopped answering: past the job's time
+ * limit, or a signal that ends the program, it asks the daemon for a Ping
+ * and, without an answer, ends by itself (see "A stuck toolrund" in
+ * client.c).
  *
  * Async-signal-safe throughout: memory comes from one mmap, messages are
  * decoded into it, and only raw syscalls are used.
