@@ -23,6 +23,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "execcheck.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -37,6 +38,10 @@ enum launch_step {
 	LAUNCH_STEP_LIMITS,
 	LAUNCH_STEP_SANDBOX,
 	LAUNCH_STEP_EXEC,
+	/* A tool's executable, opened, is not what the listener matched,
+	 * or is one the caller could rewrite (execcheck.h). */
+	LAUNCH_STEP_CHECK_FILE,
+	LAUNCH_STEP_CHECK_WRITERS,
 };
 
 const char *launch_step_name(enum launch_step step);
@@ -88,6 +93,10 @@ struct launch_plan {
 	/* Installed last, with no_new_privs; NULL: none. */
 	const struct child_filters *filters;
 	bool network;
+	/* For a tool: the file path must turn out to be, which is then what
+	 * runs (execcheck.h). NULL: path is executed as it is (an agent
+	 * command; a name listed with trusted_dirs empty). */
+	const struct exec_expect *expect;
 };
 
 struct launch_limit {
