@@ -261,7 +261,7 @@ static int apply_signals(const struct launch_plan *p)
  * for (ENOENT, EACCES, ELOOP). */
 static NORETURN void exec_checked(const struct launch_plan *p, int status_fd)
 {
-	int fd = openat(AT_FDCWD, p->path, O_PATH | O_CLOEXEC);
+	int fd = execcheck_open(p->path, status_fd);
 
 	if (fd < 0)
 		fail(status_fd, LAUNCH_STEP_EXEC);
