@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "sbuf.h"
@@ -71,6 +72,14 @@ static const char *const socket_fallback_defaults[] = {
 /* Variables no tool sees unless the config says otherwise. */
 static const char env_deny_default[] = "*TOKEN* *SECRET* *KEY*";
 
+/* Where a program listed by name counts as that tool: where packages
+ * install programs, which only root may write. */
+static const char trusted_dirs_default[] =
+	"/usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin";
+/* The longest directory of trusted_dirs: DIR/NAME, with a name of up to
+ * 255 bytes, must fit CONFIG_PATH_MAX. */
+#define TRUSTED_DIR_MAX (CONFIG_PATH_MAX - 1 - 1 - 255)
+
 static void copy_str(char *dst, size_t cap, const char *src)
 {
 	size_t n = strlen(src);
@@ -129,6 +138,9 @@ void config_init(struct config *cfg, const char *file)
 	cfg->defaults.env_deny_len = sizeof(env_deny_default) - 1;
 	pool_add(cfg, env_deny_default, sizeof(env_deny_default) - 1,
 		 &cfg->defaults.env_deny);
+	cfg->trusted_dirs_len = sizeof(trusted_dirs_default) - 1;
+	pool_add(cfg, trusted_dirs_default, sizeof(trusted_dirs_default) - 1,
+		 &cfg->trusted_dirs);
 	cfg->truncate = TRUNCATE_SINK;
 	cfg->fallback = FALLBACK_FAIL;
 	cfg->agent_commands = true;
@@ -380,7 +392,7 @@ static const char *const scalar_keys[] = {
 	"rlimit_as", "rlimit_nproc", "rlimit_fsize", "rlimit_nofile", "rlimit_cpu",
 	"socket_fallback", "wait_daemon", "shape", "agent_commands",
 	"command_timeout", "binary", "spill_dir", "spill_max", "spill_total",
-	"spill_expire", "audit_log", "audit_max", "audit_keep", "preload",
+	"spill_expire", "audit_log", "audit_max", "audit_keep", "preload", "trusted_dirs",
 };
 _Static_assert(ARRAY_SIZE(scalar_keys) <= sizeof(((struct parse_state *)0)->seen),
 	       "parse_state.seen has a flag for each scalar key");
@@ -431,6 +443,30 @@ static int parse_socket_fallback(struct parse_state *st, const char *value)
 	return 1;
 }
 
+/* trusted_dirs: absolute directories separated by spaces; empty: any. */
+static int parse_trusted_dirs(struct parse_state *st, const char *value)
+{
+	struct config *cfg = st->cfg;
+
+	for (const char *p = value + strspn(value, " \t"); *p;) {
+		size_t n = strcspn(p, " \t");
+		char dir[TRUSTED_DIR_MAX + 2];
+		size_t keep = MIN(n, sizeof(dir) - 1);
+		memcpy(dir, p, keep);
+		dir[keep] = '\0';
+		if (dir[0] != '/')
+			return fail(st, "trusted_dirs takes absolute directories, not '", dir, "'");
+		if (n > TRUSTED_DIR_MAX)
+			return fail(st, "trusted_dirs: directory longer than 767 bytes: ", dir, NULL);
+		p += n;
+		p += strspn(p, " \t");
+	}
+	cfg->trusted_dirs_len = (uint32_t)strlen(value);
+	if (!pool_add(cfg, value, cfg->trusted_dirs_len, &cfg->trusted_dirs))
+		return fail(st, "text too long in total (trusted_dirs)", NULL, NULL);
+	return 1;
+}
+
 static int handle_global(struct parse_state *st, const char *name,
 			 const char *value)
 {
@@ -458,6 +494,8 @@ static int handle_global(struct parse_state *st, const char *name,
 		copy_str(cfg->socket, sizeof(cfg->socket), value);
 	} else if (strcmp(name, "socket_fallback") == 0) {
 		return parse_socket_fallback(st, value);
+	} else if (strcmp(name, "trusted_dirs") == 0) {
+		return parse_trusted_dirs(st, value);
 	} else if (strcmp(name, "wait_daemon") == 0) {
 		uint64_t v;
 		if (!parse_uint(value, WAIT_DAEMON_MAX, &v))
@@ -727,12 +765,122 @@ int config_load(struct config *cfg, const char *file, char *scratch)
 	return config_parse_text(cfg, scratch);
 }
 
-int config_find_tool(struct config *cfg, const char *path)
+bool config_writable_by_self(int dirfd, const char *path, const struct stat *st)
 {
-	return config_find_tool_at(cfg, AT_FDCWD, path);
+	uid_t uid = geteuid();
+
+	if (uid == 0)
+		return false;
+	if (st->st_uid == uid)
+		return true;
+	int flags = AT_EACCESS | (path[0] ? 0 : AT_EMPTY_PATH);
+	if (syscall(SYS_faccessat2, dirfd, path, W_OK, flags) == 0)
+		return true;
+	if (errno != ENOSYS && errno != EPERM)
+		return false;
+	/* No faccessat2 (Linux before 5.8, or a seccomp profile that
+	 * refuses it): the mode bits, without ACLs. */
+	if (st->st_mode & S_IWOTH)
+		return true;
+	if (!(st->st_mode & S_IWGRP))
+		return false;
+	if (st->st_gid == getegid())
+		return true;
+	gid_t groups[256];
+	int n = getgroups(ARRAY_SIZE(groups), groups);
+	if (n < 0)
+		return true; /* more groups than fit: cannot tell, so assume it */
+	for (int i = 0; i < n; i++)
+		if (groups[i] == st->st_gid)
+			return true;
+	return false;
 }
 
-int config_find_tool_at(struct config *cfg, int dirfd, const char *path)
+/* DIR/NAME into out (CONFIG_PATH_MAX bytes); false if it does not fit. */
+static bool join_dir(char *out, const char *dir, size_t dlen, const char *name)
+{
+	size_t nlen = strlen(name);
+	bool slash = dlen > 0 && dir[dlen - 1] == '/';
+
+	if (dlen + !slash + nlen >= CONFIG_PATH_MAX)
+		return false;
+	memcpy(out, dir, dlen);
+	if (!slash)
+		out[dlen++] = '/';
+	memcpy(out + dlen, name, nlen + 1);
+	return true;
+}
+
+/*
+ * Is st, found as path, the program NAME of a trusted directory, that
+ * is, the same file as DIR/NAME? That DIR/NAME goes to out. The path
+ * itself first, if it is one of them (the usual case, after PATH
+ * search): then no further lookup, and out is the path as asked for.
+ */
+static bool in_trusted_dir(const struct config *cfg, const char *name,
+			   const char *path, const struct stat *st, char *out)
+{
+	const char *dirs = config_text(cfg, cfg->trusted_dirs);
+	char cand[CONFIG_PATH_MAX];
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (const char *p = dirs + strspn(dirs, " \t"); *p;) {
+			size_t n = strcspn(p, " \t");
+			struct stat ds;
+			if (join_dir(cand, p, n, name) &&
+			    (pass == 0 ? strcmp(cand, path) == 0
+				       : stat(cand, &ds) == 0 && ds.st_dev == st->st_dev &&
+						 ds.st_ino == st->st_ino)) {
+				copy_str(out, CONFIG_PATH_MAX, cand);
+				return true;
+			}
+			p += n;
+			p += strspn(p, " \t");
+		}
+	}
+	return false;
+}
+
+/* Does the name entry NAME match the file at path (its base name is
+ * NAME)? See config.h. */
+static bool name_matches(const struct config *cfg, const char *name, int dirfd,
+			 const char *path, bool as_caller, struct tool_file *file)
+{
+	struct tool_file scratch;
+	struct stat st;
+
+	if (!file)
+		file = &scratch;
+	*file = (struct tool_file){.by_name = true};
+	if (cfg->trusted_dirs_len == 0 || (as_caller && !strchr(path, '/')))
+		return true;
+	if (fstatat(dirfd, path, &st, 0) < 0 ||
+	    !in_trusted_dir(cfg, name, path, &st, file->path))
+		return false;
+	if (as_caller && config_writable_by_self(dirfd, path, &st))
+		return false;
+	file->dev = st.st_dev;
+	file->ino = st.st_ino;
+	return true;
+}
+
+/* A path entry matched: the file it names now, for the launcher. */
+static void path_file(const char *listed, struct tool_file *file)
+{
+	struct stat st;
+
+	if (!file)
+		return;
+	*file = (struct tool_file){0};
+	copy_str(file->path, sizeof(file->path), listed);
+	if (stat(listed, &st) == 0) {
+		file->dev = st.st_dev;
+		file->ino = st.st_ino;
+	}
+}
+
+static int find_tool(struct config *cfg, int dirfd, const char *path,
+		     bool as_caller, struct tool_file *file)
 {
 	const char *base = path_base_name(path);
 	size_t blen = strlen(base);
@@ -740,9 +888,12 @@ int config_find_tool_at(struct config *cfg, int dirfd, const char *path)
 	for (unsigned i = 0; i < cfg->ntools; i++) {
 		const struct tool *t = &cfg->tools[i];
 		const char *name = pool_str(cfg, t->name);
-		if (t->is_path ? strcmp(name, path) == 0
-			       : (t->name_len == blen &&
-				  memcmp(name, base, blen) == 0))
+		if (t->is_path && strcmp(name, path) == 0) {
+			path_file(name, file);
+			return (int)i;
+		}
+		if (!t->is_path && t->name_len == blen && memcmp(name, base, blen) == 0 &&
+		    name_matches(cfg, name, dirfd, path, as_caller, file))
 			return (int)i;
 	}
 	if (!cfg->has_path_tools)
@@ -767,10 +918,23 @@ int config_find_tool_at(struct config *cfg, int dirfd, const char *path)
 			}
 		}
 		if (t->id_state == 1 && t->dev == st.st_dev &&
-		    t->ino == st.st_ino)
+		    t->ino == st.st_ino) {
+			path_file(pool_str(cfg, t->name), file);
 			return (int)i;
+		}
 	}
 	return -1;
+}
+
+int config_find_tool(struct config *cfg, const char *path)
+{
+	return find_tool(cfg, AT_FDCWD, path, true, NULL);
+}
+
+int config_find_tool_at(struct config *cfg, int dirfd, const char *path,
+			struct tool_file *file)
+{
+	return find_tool(cfg, dirfd, path, false, file);
 }
 
 const char *config_tool_name(const struct config *cfg, int tool)

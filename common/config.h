@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Larger files are refused: a config is a page or two of text. */
@@ -150,6 +151,10 @@ struct config {
 	unsigned ntools;
 	bool has_path_tools;
 	struct tool tools[CONFIG_MAX_TOOLS];
+	/* Where a program listed by name must be to be that tool: absolute
+	 * directories separated by spaces, in the pool (`trusted_dirs`).
+	 * len 0: anywhere. */
+	uint32_t trusted_dirs, trusted_dirs_len;
 	size_t pool_len;
 	char pool[CONFIG_POOL_SIZE];
 	/* The first error, as "FILE:LINE: what is wrong". */
@@ -172,11 +177,49 @@ int config_parse_text(struct config *cfg, const char *text);
  */
 int config_load(struct config *cfg, const char *file, char *scratch);
 
-/* The index of the tool that the executable at path is, or -1. A name
- * entry matches the path's last component; a path entry matches the same
- * file under any name. Relative paths are looked up from dirfd. */
+/*
+ * Which tool the executable at path is, or -1.
+ *
+ * A path entry matches that file under any name: the path itself, or
+ * the same file (dev/ino). A name entry matches a file of that name (the
+ * path's last component) that is the same file as DIR/NAME for a DIR of
+ * trusted_dirs; with trusted_dirs empty, any file of that name.
+ *
+ * config_find_tool is the caller's own question (the library, the CLI),
+ * asked before and after PATH search: a path without a slash is a name
+ * still to be found, and matches by name alone; and since the calling
+ * process would run the file, a name entry does not match a file it
+ * could rewrite (config_writable_by_self). config_find_tool_at is
+ * toolrund's, from dirfd (the caller's working directory): toolrund is
+ * not the caller, and leaves that to the launcher's child, which is.
+ */
 int config_find_tool(struct config *cfg, const char *path);
-int config_find_tool_at(struct config *cfg, int dirfd, const char *path);
+
+/* The file a tool's request must run, as config_find_tool_at found it. */
+struct tool_file {
+	/* The path it is known by, which only whoever may write there can
+	 * change: the listed path, or DIR/NAME. Empty for a name found with
+	 * trusted_dirs empty: then there is nothing to check. */
+	char path[CONFIG_PATH_MAX];
+	/* Its identity when matched; 0 0: a listed path with no file. */
+	dev_t dev;
+	ino_t ino;
+	/* Listed by name: the caller must not be able to rewrite it. */
+	bool by_name;
+};
+
+/* file, if not NULL, is filled when a tool matches. */
+int config_find_tool_at(struct config *cfg, int dirfd, const char *path,
+			struct tool_file *file);
+
+/*
+ * Could the calling process rewrite the file (st, found at dirfd/path;
+ * path "" for dirfd itself)? Its owner could, by chmod; so could whoever
+ * the kernel grants write access (mode, groups, ACLs; not on a read-only
+ * mount). Root could rewrite any file, so for root this says no: its
+ * tools are whatever root installed.
+ */
+bool config_writable_by_self(int dirfd, const char *path, const struct stat *st);
 
 const char *config_tool_name(const struct config *cfg, int tool);
 

@@ -323,10 +323,29 @@ static void spawn_state(const Toolrun__Request *req, const struct limits *policy
 	apply_policy_limits(state, limits, policy);
 }
 
+/*
+ * The file a tool must turn out to be when the launcher opens it. The
+ * policy decision keeps only the tool's index, so the file is looked up
+ * again: one that changed since policy_check no longer matches, and is
+ * refused like one that was never listed.
+ */
+static bool tool_file_of(struct job *j, const Toolrun__Request *req, int cwd_fd,
+			 int tool, struct tool_file *file)
+{
+	char exe[PATH_MAX];
+
+	/* policy_check: no NUL inside, shorter than PATH_MAX. */
+	memcpy(exe, req->executable.data, req->executable.len);
+	exe[req->executable.len] = '\0';
+	return config_find_tool_at(j->L->cfg, cwd_fd, exe, file) == tool;
+}
+
 static void job_spawn(struct job *j, const Toolrun__Request *req,
-		      ProtobufCBinaryData *env, size_t nenv, struct spawn_fds *sf)
+		      ProtobufCBinaryData *env, size_t nenv, struct spawn_fds *sf,
+		      const struct tool_file *file)
 {
 	Toolrun__Launcher__Spawn sp = TOOLRUN__LAUNCHER__SPAWN__INIT;
+	Toolrun__Launcher__CheckedFile checked = TOOLRUN__LAUNCHER__CHECKED_FILE__INIT;
 	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
 	Toolrun__ProcessState state;
 	Toolrun__Limit limits[RLIM_NLIMITS + POLICY_RLIMIT_COUNT];
@@ -351,6 +370,14 @@ static void job_spawn(struct job *j, const Toolrun__Request *req,
 	sp.gid = j->conn->gid;
 	sp.n_groups = j->conn->ngroups;
 	sp.groups = j->conn->groups;
+	if (file && file->path[0]) {
+		checked.path.data = (uint8_t *)file->path;
+		checked.path.len = strlen(file->path);
+		checked.dev = file->dev;
+		checked.ino = file->ino;
+		checked.by_name = file->by_name;
+		sp.checked = &checked;
+	}
 	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_SPAWN;
 	m.spawn = &sp;
 	j->start_us = monotonic_us();
@@ -377,6 +404,9 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BUSY, "out of memory");
 		return;
 	}
+	struct tool_file file;
+	if (v == POLICY_RUN && !j->command && !tool_file_of(j, req, fds[0], d.tool, &file))
+		v = POLICY_NOT_LISTED;
 	if (v != POLICY_RUN) {
 		close_all(fds, nfds);
 		job_refuse(j, v);
@@ -405,6 +435,6 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 		job_not_run(j, 1, 0, failure);
 		return;
 	}
-	job_spawn(j, req, env, nenv, &sf);
+	job_spawn(j, req, env, nenv, &sf, j->command ? NULL : &file);
 	free(env);
 }

@@ -30,6 +30,10 @@ const char *launch_step_name(enum launch_step step)
 	case LAUNCH_STEP_SANDBOX: return "install the seccomp filter";
 	case LAUNCH_STEP_EXEC: return "execve";
 	case LAUNCH_STEP_IDENTITY: return "become the caller";
+	case LAUNCH_STEP_CHECK_FILE:
+		return "run it: the path now names another file than the one checked";
+	case LAUNCH_STEP_CHECK_WRITERS:
+		return "run it: the caller could rewrite the file, which would then carry the tool's policy";
 	case LAUNCH_STEP_NONE:
 	default: return "launch";
 	}
@@ -277,6 +281,33 @@ static int become_caller(const struct launch_plan *p)
 	return 0;
 }
 
+/* A tool: open its path as the program would be executed (from its
+ * working directory, with the credentials it runs with), check what was
+ * opened, run that. An open that fails is the execve failure it stands
+ * for (ENOENT, EACCES, ELOOP). */
+static NORETURN void exec_checked(const struct launch_plan *p, int status_fd)
+{
+	int fd = execcheck_open(p->path, status_fd);
+
+	if (fd < 0)
+		fail(status_fd, LAUNCH_STEP_EXEC);
+	switch (execcheck_file(fd, p->expect)) {
+	case EXECCHECK_OK:
+		break;
+	case EXECCHECK_ERROR:
+		fail(status_fd, LAUNCH_STEP_CHECK_FILE);
+	case EXECCHECK_OTHER_FILE:
+		errno = EACCES;
+		fail(status_fd, LAUNCH_STEP_CHECK_FILE);
+	case EXECCHECK_WRITABLE:
+	default:
+		errno = EACCES;
+		fail(status_fd, LAUNCH_STEP_CHECK_WRITERS);
+	}
+	execcheck_exec(fd, p->expect, p->argv, p->envp);
+	fail(status_fd, LAUNCH_STEP_EXEC);
+}
+
 static NORETURN void launch_child(const struct launch_plan *plan, int status_fd)
 {
 	int cwd_fd = plan->cwd_fd;
@@ -315,6 +346,8 @@ static NORETURN void launch_child(const struct launch_plan *plan, int status_fd)
 	/* Last: the filter would deny some of the steps above. */
 	if (plan->filters && sandbox_child_apply(plan->filters, plan->network) < 0)
 		fail(status_fd, LAUNCH_STEP_SANDBOX);
+	if (plan->expect)
+		exec_checked(plan, status_fd);
 	execve(plan->path, plan->argv, plan->envp);
 	fail(status_fd, LAUNCH_STEP_EXEC);
 }

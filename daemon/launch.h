@@ -24,6 +24,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "execcheck.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -39,6 +40,10 @@ enum launch_step {
 	LAUNCH_STEP_SANDBOX,
 	LAUNCH_STEP_EXEC,
 	LAUNCH_STEP_IDENTITY,
+	/* A tool's executable, opened, is not what the listener matched,
+	 * or is one the caller could rewrite (execcheck.h). */
+	LAUNCH_STEP_CHECK_FILE,
+	LAUNCH_STEP_CHECK_WRITERS,
 };
 
 const char *launch_step_name(enum launch_step step);
@@ -99,6 +104,10 @@ struct launch_plan {
 	gid_t gid;
 	const gid_t *groups;
 	size_t ngroups;
+	/* For a tool: the file path must turn out to be, which is then what
+	 * runs (execcheck.h). NULL: path is executed as it is (an agent
+	 * command; a name listed with trusted_dirs empty). */
+	const struct exec_expect *expect;
 };
 
 struct launch_limit {

@@ -164,6 +164,9 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 	char **argv = strings(s->argv, s->n_argv);
 	char **envp = strings(s->envp, s->n_envp);
 	char **path = strings(&exe, 1);
+	const Toolrun__Launcher__CheckedFile *ck = s->checked;
+	ProtobufCBinaryData ck_bytes = ck ? ck->path : (ProtobufCBinaryData){0};
+	char **ck_path = ck ? strings(&ck_bytes, 1) : NULL;
 	int *scratch = malloc((2 * s->n_fds + 1) * sizeof(int));
 	struct launch_limit limits[RLIM_NLIMITS];
 	unsigned nlimits = 0;
@@ -172,7 +175,9 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 	int err = 0;
 	enum launch_step step = LAUNCH_STEP_NONE;
 
-	if (!argv || !envp || !path || !scratch) {
+	if (ck && ck->path.len == 0)
+		fatal("order with an empty checked path", EPROTO);
+	if (!argv || !envp || !path || !scratch || (ck && !ck_path)) {
 		err = ENOMEM;
 		step = LAUNCH_STEP_FORK;
 		goto out;
@@ -223,6 +228,16 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 	plan.nlimits = nlimits;
 	if (L->callers.can_switch)
 		plan_identity(L, s, &plan);
+	struct exec_expect expect;
+	if (ck) {
+		expect = (struct exec_expect){
+			.path = ck_path[0],
+			.dev = (dev_t)ck->dev,
+			.ino = (ino_t)ck->ino,
+			.by_name = ck->by_name,
+		};
+		plan.expect = &expect;
+	}
 	/* The child inherits the read end too; it is close-on-exec. */
 	pid = launch_spawn(&plan, status[1]);
 	if (pid < 0) {
@@ -253,6 +268,7 @@ out:
 	free(argv);
 	free(envp);
 	free(path);
+	free(ck_path);
 	free(scratch);
 	for (unsigned i = 0; i < nfds; i++)
 		close(fds[i]);

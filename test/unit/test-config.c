@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -788,10 +790,11 @@ static void test_find_tool_by_bare_name(void **state)
 	assert_int_equal(config_find_tool(&cfg, "cat"), 0);
 }
 
+/* trusted_dirs empty: a name matches a file of that name anywhere. */
 static void test_find_tool_by_basename_after_directory(void **state)
 {
 	(void)state;
-	expect_ok("tools = cat grep\n");
+	expect_ok("tools = cat grep\ntrusted_dirs =\n");
 	assert_int_equal(config_find_tool(&cfg, "/usr/bin/cat"), 0);
 	assert_int_equal(config_find_tool(&cfg, "/home/u/bin/grep"), 1);
 	assert_int_equal(config_find_tool(&cfg, "./grep"), 1);
@@ -883,13 +886,239 @@ static void test_find_tool_at_resolves_relative_path_from_dirfd(void **state)
 
 	snprintf(text, sizeof(text), "tools = %s\n", prog);
 	expect_ok(text);
-	assert_int_equal(config_find_tool_at(&cfg, dirfd, "tool-x"), 0);
-	assert_int_equal(config_find_tool_at(&cfg, dirfd, "./tool-x"), 0);
+	assert_int_equal(config_find_tool_at(&cfg, dirfd, "tool-x", NULL), 0);
+	assert_int_equal(config_find_tool_at(&cfg, dirfd, "./tool-x", NULL), 0);
 	/* Relative to the current directory, it is not there. */
-	assert_int_equal(config_find_tool_at(&cfg, AT_FDCWD, "tool-x"), -1);
+	assert_int_equal(config_find_tool_at(&cfg, AT_FDCWD, "tool-x", NULL), -1);
 	close(dirfd);
 	unlink(prog);
 	rmdir(dir);
+}
+
+/* ───────────────────────── trusted_dirs ───────────────────────── */
+
+static void test_trusted_dirs_default_and_parsed(void **state)
+{
+	(void)state;
+	expect_ok("");
+	assert_string_equal(config_text(&cfg, cfg.trusted_dirs),
+			    "/usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin");
+	assert_int_equal(cfg.trusted_dirs_len, strlen(config_text(&cfg, cfg.trusted_dirs)));
+	expect_ok("trusted_dirs = /opt/bin\t/usr/bin/\n");
+	assert_string_equal(config_text(&cfg, cfg.trusted_dirs), "/opt/bin\t/usr/bin/");
+	expect_ok("trusted_dirs =\n");
+	assert_int_equal(cfg.trusted_dirs_len, 0);
+}
+
+static void test_trusted_dirs_refuses_bad_values(void **state)
+{
+	(void)state;
+	char text[1024];
+	expect_error("trusted_dirs = /usr/bin bin\n", 1,
+		     "trusted_dirs takes absolute directories, not 'bin'");
+	expect_error("trusted_dirs = /a\ntrusted_dirs = /b\n", 2, "'trusted_dirs' is set twice");
+	/* DIR/NAME, with a name of 255 bytes, must fit a path of 1023. */
+	snprintf(text, sizeof(text), "trusted_dirs = /%0767d\n", 0);
+	expect_error(text, 1, "trusted_dirs: directory longer than 767 bytes");
+	snprintf(text, sizeof(text), "trusted_dirs = /%0766d\n", 0);
+	expect_ok(text);
+}
+
+/* <tmpdir>/NAME/prog, a small executable file; the directory is made. */
+static void make_prog(char *out, size_t cap, const char *dir, mode_t mode)
+{
+	char d[128];
+	tmp_path(d, sizeof(d), dir);
+	mkdir(d, 0755);
+	int n = snprintf(out, cap, "%s/prog", d);
+	assert_true(n > 0 && (size_t)n < cap);
+	write_file(out, "#!/bin/sh\n", 10);
+	assert_int_equal(chmod(out, mode), 0);
+}
+
+/* A config listing prog by name, with trusted_dirs = <tmpdir>/SUFFIX. */
+static void trust_dir(const char *suffix)
+{
+	char text[512];
+	snprintf(text, sizeof(text), "tools = prog\ntrusted_dirs = /nonexistent %s/%s\n",
+		 tmpdir, suffix);
+	expect_ok(text);
+}
+
+static void test_name_matches_only_in_trusted_dirs(void **state)
+{
+	(void)state;
+	char good[160], other[160], link[160];
+	make_prog(good, sizeof(good), "trusted", 0755);
+	make_prog(other, sizeof(other), "untrusted", 0755);
+	tmp_path(link, sizeof(link), "links");
+	mkdir(link, 0755);
+	strcat(link, "/prog");
+	assert_int_equal(symlink(good, link), 0);
+
+	trust_dir("trusted");
+	assert_int_equal(config_find_tool_at(&cfg, AT_FDCWD, good, NULL), 0);
+	/* Another file of that name, elsewhere: not the tool. */
+	assert_int_equal(config_find_tool_at(&cfg, AT_FDCWD, other, NULL), -1);
+	/* The trusted file under that name elsewhere (a link) is. */
+	assert_int_equal(config_find_tool_at(&cfg, AT_FDCWD, link, NULL), 0);
+	/* No file at all: nothing to match. */
+	assert_int_equal(config_find_tool_at(&cfg, AT_FDCWD, "/nonexistent/prog", NULL), -1);
+	/* A directory given with a slash at its end is the same directory. */
+	trust_dir("trusted/");
+	assert_int_equal(config_find_tool_at(&cfg, AT_FDCWD, good, NULL), 0);
+	assert_int_equal(config_find_tool_at(&cfg, AT_FDCWD, other, NULL), -1);
+}
+
+static void test_name_match_names_its_trusted_file(void **state)
+{
+	(void)state;
+	char good[160], link[160], dir[128];
+	struct tool_file f;
+	struct stat st;
+	make_prog(good, sizeof(good), "trusted", 0755);
+	assert_int_equal(stat(good, &st), 0);
+	tmp_path(link, sizeof(link), "alias");
+	mkdir(link, 0755);
+	strcat(link, "/prog");
+	assert_int_equal(symlink(good, link), 0);
+
+	trust_dir("trusted");
+	assert_int_equal(config_find_tool_at(&cfg, AT_FDCWD, link, &f), 0);
+	assert_string_equal(f.path, good);
+	assert_true(f.dev == st.st_dev && f.ino == st.st_ino);
+	assert_true(f.by_name);
+	/* Relative to the caller's directory. */
+	tmp_path(dir, sizeof(dir), "trusted");
+	int dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dirfd >= 0);
+	assert_int_equal(config_find_tool_at(&cfg, dirfd, "prog", &f), 0);
+	assert_string_equal(f.path, good);
+	close(dirfd);
+	/* With trusted_dirs empty, any file of that name, and nothing to check. */
+	expect_ok("tools = prog\ntrusted_dirs =\n");
+	assert_int_equal(config_find_tool_at(&cfg, AT_FDCWD, "/nonexistent/prog", &f), 0);
+	assert_string_equal(f.path, "");
+}
+
+static void test_path_match_names_the_listed_file(void **state)
+{
+	(void)state;
+	char prog[160], link[160], text[512];
+	struct tool_file f;
+	struct stat st;
+	make_prog(prog, sizeof(prog), "listed", 0755);
+	assert_int_equal(stat(prog, &st), 0);
+	tmp_path(link, sizeof(link), "listed-link");
+	assert_int_equal(symlink(prog, link), 0);
+
+	snprintf(text, sizeof(text), "tools = %s\n", prog);
+	expect_ok(text);
+	assert_int_equal(config_find_tool_at(&cfg, AT_FDCWD, link, &f), 0);
+	assert_string_equal(f.path, prog);
+	assert_true(f.dev == st.st_dev && f.ino == st.st_ino);
+	assert_false(f.by_name);
+	/* A listed path without a file: nothing can be that file. */
+	expect_ok("tools = /nonexistent/prog\n");
+	assert_int_equal(config_find_tool_at(&cfg, AT_FDCWD, "/nonexistent/prog", &f), 0);
+	assert_true(f.dev == 0 && f.ino == 0);
+}
+
+/* The caller's question: a bare name is still to be found on PATH. */
+static void test_caller_bare_name_matches_by_name(void **state)
+{
+	(void)state;
+	trust_dir("trusted");
+	assert_int_equal(config_find_tool(&cfg, "prog"), 0);
+	assert_int_equal(config_find_tool_at(&cfg, AT_FDCWD, "prog", NULL), -1);
+}
+
+/* Run check() in a child as an unprivileged user: nobody (65534) when
+ * this runs as root, else this user. Its exit status is the failure. */
+static void as_unprivileged(int (*check)(void))
+{
+	if (geteuid() == 0)
+		assert_int_equal(chmod(tmpdir, 0755), 0); /* for nobody to reach */
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setgid(65534) < 0 ||
+				       setuid(65534) < 0))
+			_exit(99);
+		_exit(check());
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* A file owned by the unprivileged user, mode 0555; one of root's open
+ * to all (0757); one of root's, not open (0755). */
+static char w_mine[160], w_shared[160], w_closed[160];
+
+static int check_writable(void)
+{
+	struct stat a, b, c;
+	if (stat(w_mine, &a) || stat(w_shared, &b) || stat(w_closed, &c))
+		return 1;
+	/* Its owner could chmod it, whatever its mode. */
+	if (!config_writable_by_self(AT_FDCWD, w_mine, &a))
+		return 2;
+	/* Others may write a file open to them: asked of the path or of an
+	 * O_PATH descriptor, as the launcher's child asks. */
+	int fd = open(w_shared, O_PATH | O_CLOEXEC);
+	if (fd < 0 || !config_writable_by_self(fd, "", &b))
+		return 3;
+	if (c.st_uid != geteuid() && config_writable_by_self(AT_FDCWD, w_closed, &c))
+		return 4;
+	return 0;
+}
+
+static void test_writable_by_self(void **state)
+{
+	(void)state;
+	make_prog(w_mine, sizeof(w_mine), "w-mine", 0555);
+	make_prog(w_shared, sizeof(w_shared), "w-shared", 0757);
+	make_prog(w_closed, sizeof(w_closed), "w-closed", 0755);
+	if (geteuid() == 0)
+		assert_int_equal(chown(w_mine, 65534, 65534), 0);
+	as_unprivileged(check_writable);
+}
+
+static void test_root_may_rewrite_anything_so_is_not_asked(void **state)
+{
+	(void)state;
+	char open_file[160];
+	struct stat st;
+	make_prog(open_file, sizeof(open_file), "w-root", 0777);
+	assert_int_equal(stat(open_file, &st), 0);
+	/* Only root can tell; to anyone else the file is simply writable. */
+	assert_true(config_writable_by_self(AT_FDCWD, open_file, &st) == (geteuid() != 0));
+}
+
+/* A file the caller could rewrite is not its tool to the caller (it runs
+ * as any unlisted program); toolrund's own lookup leaves that to the
+ * launcher's child. */
+static char own_prog[160];
+
+static int check_own_file(void)
+{
+	if (config_find_tool(&cfg, own_prog) != -1)
+		return 1;
+	if (config_find_tool_at(&cfg, AT_FDCWD, own_prog, NULL) != 0)
+		return 2;
+	return 0;
+}
+
+static void test_caller_writable_file_is_not_the_tool(void **state)
+{
+	(void)state;
+	make_prog(own_prog, sizeof(own_prog), "own", 0755);
+	if (geteuid() == 0)
+		assert_int_equal(chown(own_prog, 65534, 65534), 0);
+	trust_dir("own");
+	as_unprivileged(check_own_file);
 }
 
 int main(void)
@@ -954,6 +1183,15 @@ int main(void)
 		cmocka_unit_test(test_find_tool_path_entry_matches_same_file_through_symlink),
 		cmocka_unit_test(test_find_tool_path_entry_does_not_match_other_file),
 		cmocka_unit_test(test_find_tool_at_resolves_relative_path_from_dirfd),
+		cmocka_unit_test(test_trusted_dirs_default_and_parsed),
+		cmocka_unit_test(test_trusted_dirs_refuses_bad_values),
+		cmocka_unit_test(test_name_matches_only_in_trusted_dirs),
+		cmocka_unit_test(test_name_match_names_its_trusted_file),
+		cmocka_unit_test(test_path_match_names_the_listed_file),
+		cmocka_unit_test(test_caller_bare_name_matches_by_name),
+		cmocka_unit_test(test_writable_by_self),
+		cmocka_unit_test(test_root_may_rewrite_anything_so_is_not_asked),
+		cmocka_unit_test(test_caller_writable_file_is_not_the_tool),
 	};
 	return cmocka_run_group_tests_name("config", tests, make_tmpdir, remove_tmpdir);
 }
