@@ -59,8 +59,8 @@ static void apply_policy_limits(Toolrun__ProcessState *st, Toolrun__Limit *limit
 /* The fds a Spawn carries: the directory, the caller's fds that are not
  * shaped, then the write ends of the shaped streams; and where each goes. */
 struct spawn_fds {
-	int send[FRAME_MAX_FDS + 2];
-	uint32_t targets[FRAME_MAX_FDS + 2];
+	int send[FRAME_MAX_FDS + FRAME_SPAWN_ADDED_FDS];
+	uint32_t targets[FRAME_MAX_FDS + FRAME_SPAWN_ADDED_FDS];
 	unsigned nsend, ntargets;
 	int write_end[2];
 };

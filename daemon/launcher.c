@@ -52,7 +52,7 @@ struct launcher {
 	struct launch_self self;
 	struct child_filters filters;
 	struct frame_reader reader;
-	int fds[FRAME_MAX_FDS];
+	int fds[FRAME_MAX_ORDER_FDS]; /* a Spawn's: the client's and the listener's */
 	struct launched *jobs;
 	struct auditlog audit;
 };
@@ -488,6 +488,7 @@ static NORETURN void launcher_main(struct launcher *L, pid_t parent)
 
 	L->reader = (struct frame_reader){
 		.max_payload = ORDER_MAX_PAYLOAD,
+		.max_fds = FRAME_MAX_ORDER_FDS,
 		.grow = frame_grow_heap,
 		.fds = L->fds,
 	};

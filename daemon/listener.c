@@ -352,6 +352,20 @@ static void conn_read_failed(struct conn *c, int r)
 						   : "after the Request");
 		return;
 	case -EPROTO:
+		if (c->reader.too_many_fds && !c->reader.have_header &&
+		    c->reader.header_have == FRAME_HEADER_SIZE) {
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_FRAME,
+				    "frame with %u file descriptors exceeds the maximum of %u",
+				    c->reader.h.nfds, FRAME_MAX_FDS);
+			return;
+		}
+		if (c->reader.too_many_fds) {
+			/* They came before the header that counts them. */
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_FRAME,
+				    "more than %u file descriptors came with one frame (the maximum)",
+				    FRAME_MAX_FDS);
+			return;
+		}
 		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_FRAME,
 			    "malformed frame (bad header, fds not matching its count, or cut short)");
 		return;
