@@ -402,16 +402,17 @@ static void conn_read(struct conn *c)
 			conn_read_failed(c, r);
 			return;
 		}
-		char why[128];
-		Toolrun__ClientMessage *m = policy_decode(c->reader.payload,
-							  c->reader.h.length, why, sizeof(why));
+		char why[192];
+		struct arena a;
+		Toolrun__ClientMessage *m = policy_decode(c->reader.payload, c->reader.h.length,
+							  &a, why, sizeof(why));
 		if (!m) {
 			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE, "%s", why);
 			conn_reader_next(c, true);
 			return;
 		}
 		conn_dispatch_client(c, m);
-		toolrun__client_message__free_unpacked(m, NULL);
+		arena_release(&a);
 		if (!c->dead)
 			conn_reader_next(c, true);
 	}
