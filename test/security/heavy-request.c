@@ -194,6 +194,7 @@ int main(int argc, char **argv)
 	size_t nargv = many_fds ? (argc > 5 ? 2 : 1) : 1 + n;
 	ProtobufCBinaryData *args = calloc(nargv, sizeof(*args));
 	ProtobufCBinaryData env;
+	char *var = NULL;
 	uint32_t *targets;
 	int *fds = open_fds(many_fds ? (unsigned)n : 0, &targets);
 
@@ -212,7 +213,7 @@ int main(int argc, char **argv)
 	if (strcmp(what, "filtered") == 0) {
 		/* The frame's room, less argv and a little for the rest. */
 		size_t room = FRAME_MAX_CLIENT_PAYLOAD - 2 * nargv - 4096;
-		char *var = malloc(room + 1);
+		var = malloc(room + 1);
 		if (!var)
 			die("malloc");
 		memset(var, 'x', room);
@@ -233,5 +234,12 @@ int main(int argc, char **argv)
 	send_hello(sock);
 	send_message(sock, &m, fds, (unsigned)r.n_fds + 1);
 	print_replies(sock);
+	close(sock);
+	for (size_t i = 0; i <= r.n_fds; i++)
+		close(fds[i]);
+	free(fds);
+	free(targets);
+	free(args);
+	free(var);
 	return 0;
 }
