@@ -6,7 +6,8 @@
  *   job_open_streams   pipes for the shaped streams, shapers
  *   policy_environment the program's environment (a command's adds the
  *                      declaration of its new streams, TOOLRUN_COMMAND)
- *   job_spawn          the Spawn, the timeout
+ *   job_spawn          the Spawn, checked as the launcher will read it;
+ *                      the timeout
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "listener.h"
 #include "policy.h"
 #include "util.h"
@@ -59,8 +61,8 @@ static void apply_policy_limits(Toolrun__ProcessState *st, Toolrun__Limit *limit
 /* The fds a Spawn carries: the directory, the caller's fds that are not
  * shaped, then the write ends of the shaped streams; and where each goes. */
 struct spawn_fds {
-	int send[FRAME_MAX_FDS + 2];
-	uint32_t targets[FRAME_MAX_FDS + 2];
+	int send[FRAME_MAX_FDS + FRAME_SPAWN_ADDED_FDS];
+	uint32_t targets[FRAME_MAX_FDS + FRAME_SPAWN_ADDED_FDS];
 	unsigned nsend, ntargets;
 	int write_end[2];
 };
@@ -340,9 +342,54 @@ static bool tool_file_of(struct job *j, const Toolrun__Request *req, int cwd_fd,
 	return config_find_tool_at(j->L->cfg, cwd_fd, exe, file) == tool;
 }
 
-static void job_spawn(struct job *j, const Toolrun__Request *req,
-		      ProtobufCBinaryData *env, size_t nenv, struct spawn_fds *sf,
-		      const struct tool_file *file)
+/*
+ * Will the launcher take this order? It reads frames of at most
+ * FRAME_MAX_ORDER_FDS fds, and decodes each within the memory its size
+ * allows (arena.h), as the listener decodes a request. An order it
+ * refused would end it, and every job in flight with it; refused here,
+ * it costs only its own client. The fds stay within the limit as long as
+ * it is derived from the client's (frame.h); the decoding need not: a
+ * request's environment, filtered, shrinks the order while its argv
+ * keeps every entry. Returns 0, or -errno with a line in failure.
+ */
+static int order_check(const Toolrun__Launcher__ToLauncher *m, unsigned nfds,
+		       char *failure, size_t len)
+{
+	if (nfds > FRAME_MAX_ORDER_FDS) {
+		snprintf(failure, len,
+			 "the program would get %u file descriptors (its caller's, and a pipe "
+			 "for each shaped stream); toolrund passes at most %u",
+			 nfds, FRAME_MAX_ORDER_FDS);
+		return -EMFILE;
+	}
+	size_t n = protobuf_c_message_get_packed_size(&m->base);
+	uint8_t *buf = malloc(n ? n : 1);
+	if (!buf) {
+		snprintf(failure, len, "toolrund is out of memory");
+		return -ENOMEM;
+	}
+	protobuf_c_message_pack(&m->base, buf);
+	struct arena a;
+	ProtobufCMessage *back;
+	int r = arena_unpack(&a, &toolrun__launcher__to_launcher__descriptor, n, buf, &back);
+	free(buf);
+	if (r == 0)
+		arena_release(&a);
+	else if (r == -EMSGSIZE)
+		snprintf(failure, len,
+			 "argv and envp have too many entries for their size: the order to "
+			 "run it would not decode within %zu bytes (%d per byte of its %zu, "
+			 "plus %u MiB)",
+			 arena_capacity(n), ARENA_PER_BYTE, n, ARENA_BASE >> 20);
+	else
+		snprintf(failure, len, "toolrund cannot check its order to run it: %s",
+			 errno_text(r));
+	return r;
+}
+
+static int job_spawn(struct job *j, const Toolrun__Request *req, ProtobufCBinaryData *env,
+		     size_t nenv, struct spawn_fds *sf, const struct tool_file *file,
+		     char *failure, size_t len)
 {
 	Toolrun__Launcher__Spawn sp = TOOLRUN__LAUNCHER__SPAWN__INIT;
 	Toolrun__Launcher__CheckedFile checked = TOOLRUN__LAUNCHER__CHECKED_FILE__INIT;
@@ -380,10 +427,14 @@ static void job_spawn(struct job *j, const Toolrun__Request *req,
 	}
 	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_SPAWN;
 	m.spawn = &sp;
+	int r = order_check(&m, sf->nsend, failure, len);
+	if (r < 0)
+		return r;
 	j->start_us = monotonic_us();
 	launcher_send(j->L, &m, sf->send, sf->nsend); /* the queue owns and closes them */
 	if (j->limits.timeout_s)
 		job_arm_timeout(j, (int64_t)j->limits.timeout_s * 1000);
+	return 0;
 }
 
 void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned nfds)
@@ -422,19 +473,24 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 	ProtobufCBinaryData *env = NULL;
 	size_t nenv = 0;
 	char failure[256] = "";
+	int code = 1; /* the daemon failed */
 	if (job_open_streams(j, req, &d, fds, nfds, &sf, failure, sizeof(failure)) == 0) {
 		size_t nextra = j->command ? command_env_fill(&ce, j, &sf) : 0;
 		if (policy_environment(req, L->cfg, &d.limits, ce.vars, nextra, &env, &nenv) < 0)
 			snprintf(failure, sizeof(failure), "toolrund is out of memory");
 	}
-	if (failure[0]) {
-		close_all(sf.send, sf.nsend);
-		j->exited = true;
-		output_close(&j->out[0]);
-		output_close(&j->out[1]);
-		job_not_run(j, 1, 0, failure);
-		return;
+	if (!failure[0]) {
+		int r = job_spawn(j, req, env, nenv, &sf, j->command ? NULL : &file, failure,
+				  sizeof(failure));
+		free(env);
+		if (r == 0)
+			return;
+		if (r != -ENOMEM)
+			code = 126; /* refused: it cannot be run through toolrund */
 	}
-	job_spawn(j, req, env, nenv, &sf, j->command ? NULL : &file);
-	free(env);
+	close_all(sf.send, sf.nsend);
+	j->exited = true;
+	output_close(&j->out[0]);
+	output_close(&j->out[1]);
+	job_not_run(j, code, 0, failure);
 }

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "auditlog.h"
 #include "caps.h"
 #include "frame.h"
@@ -56,7 +57,7 @@ struct launcher {
 	struct launch_self self;
 	struct child_filters filters;
 	struct frame_reader reader;
-	int fds[FRAME_MAX_FDS];
+	int fds[FRAME_MAX_ORDER_FDS]; /* a Spawn's: the client's and the listener's */
 	struct launched *jobs;
 	struct auditlog audit;
 	struct launcher_callers callers;
@@ -470,6 +471,27 @@ static void dispatch(struct launcher *L, const Toolrun__Launcher__ToLauncher *m)
 	}
 }
 
+/*
+ * Decode the order in the reader into a, within the memory its size
+ * allows (arena.h), as the listener decodes a request: an order is the
+ * size of a request, and must not cost the launcher more than the
+ * request cost the listener. The listener sends only orders that fit
+ * (it decodes each so before sending), so one that does not is a broken
+ * listener's.
+ */
+static Toolrun__Launcher__ToLauncher *decode_order(struct launcher *L, struct arena *a)
+{
+	ProtobufCMessage *m;
+	int r = arena_unpack(a, &toolrun__launcher__to_launcher__descriptor,
+			     L->reader.h.length, L->reader.payload, &m);
+
+	if (r == -EMSGSIZE)
+		fatal("order that does not decode within its size's arena", EPROTO);
+	if (r < 0)
+		fatal("undecodable order", r == -EBADMSG ? EPROTO : -r);
+	return (Toolrun__Launcher__ToLauncher *)m;
+}
+
 static void reap(struct launcher *L)
 {
 	for (;;) {
@@ -563,6 +585,7 @@ static NORETURN void launcher_main(struct launcher *L, pid_t parent)
 
 	L->reader = (struct frame_reader){
 		.max_payload = ORDER_MAX_PAYLOAD,
+		.max_fds = FRAME_MAX_ORDER_FDS,
 		.grow = frame_grow_heap,
 		.fds = L->fds,
 	};
@@ -592,12 +615,10 @@ static NORETURN void launcher_main(struct launcher *L, pid_t parent)
 			}
 			if (r < 0)
 				fatal("read from listener", -r);
-			Toolrun__Launcher__ToLauncher *m = toolrun__launcher__to_launcher__unpack(
-				NULL, L->reader.h.length, L->reader.payload);
-			if (!m)
-				fatal("undecodable order", EPROTO);
+			struct arena a;
+			Toolrun__Launcher__ToLauncher *m = decode_order(L, &a);
 			dispatch(L, m);
-			toolrun__launcher__to_launcher__free_unpacked(m, NULL);
+			arena_release(&a);
 			frame_reader_next(&L->reader);
 		}
 	}

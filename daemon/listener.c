@@ -354,6 +354,20 @@ static void conn_read_failed(struct conn *c, int r)
 						   : "after the Request");
 		return;
 	case -EPROTO:
+		if (c->reader.too_many_fds && !c->reader.have_header &&
+		    c->reader.header_have == FRAME_HEADER_SIZE) {
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_FRAME,
+				    "frame with %u file descriptors exceeds the maximum of %u",
+				    c->reader.h.nfds, FRAME_MAX_FDS);
+			return;
+		}
+		if (c->reader.too_many_fds) {
+			/* They came before the header that counts them. */
+			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_FRAME,
+				    "more than %u file descriptors came with one frame (the maximum)",
+				    FRAME_MAX_FDS);
+			return;
+		}
 		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_FRAME,
 			    "malformed frame (bad header, fds not matching its count, or cut short)");
 		return;
@@ -390,16 +404,17 @@ static void conn_read(struct conn *c)
 			conn_read_failed(c, r);
 			return;
 		}
-		char why[128];
-		Toolrun__ClientMessage *m = policy_decode(c->reader.payload,
-							  c->reader.h.length, why, sizeof(why));
+		char why[192];
+		struct arena a;
+		Toolrun__ClientMessage *m = policy_decode(c->reader.payload, c->reader.h.length,
+							  &a, why, sizeof(why));
 		if (!m) {
 			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE, "%s", why);
 			conn_reader_next(c, true);
 			return;
 		}
 		conn_dispatch_client(c, m);
-		toolrun__client_message__free_unpacked(m, NULL);
+		arena_release(&a);
 		if (!c->dead)
 			conn_reader_next(c, true);
 	}

@@ -58,17 +58,26 @@ static bool has_unknown_fields(const Toolrun__ClientMessage *m)
 }
 
 Toolrun__ClientMessage *policy_decode(const uint8_t *payload, size_t len,
-				      char *err, size_t errlen)
+				      struct arena *a, char *err, size_t errlen)
 {
-	Toolrun__ClientMessage *m = toolrun__client_message__unpack(NULL, len, payload);
+	ProtobufCMessage *base;
+	int r = arena_unpack(a, &toolrun__client_message__descriptor, len, payload, &base);
 
-	if (!m) {
-		snprintf(err, errlen, "payload is not a ClientMessage");
+	if (r == -EMSGSIZE) {
+		snprintf(err, errlen, "the message has too many entries (argv, envp, ...) to "
+			 "decode within %zu bytes (%d per byte of its %zu, plus %u MiB)",
+			 arena_capacity(len), ARENA_PER_BYTE, len, ARENA_BASE >> 20);
 		return NULL;
 	}
+	if (r < 0) {
+		snprintf(err, errlen, r == -EBADMSG ? "payload is not a ClientMessage"
+						    : "no memory to decode the payload");
+		return NULL;
+	}
+	Toolrun__ClientMessage *m = (Toolrun__ClientMessage *)base;
 	if (m->msg_case == TOOLRUN__CLIENT_MESSAGE__MSG__NOT_SET || has_unknown_fields(m)) {
 		snprintf(err, errlen, "message of an unknown type or with unknown fields");
-		toolrun__client_message__free_unpacked(m, NULL);
+		arena_release(a);
 		return NULL;
 	}
 	return m;

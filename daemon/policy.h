@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arena.h"
 #include "config.h"
 #include "toolrun.pb-c.h"
 
@@ -38,12 +39,13 @@ struct policy_decision {
 
 /*
  * Decode one client payload strictly: a ClientMessage with one message
- * set and no field this version does not know. Returns the message (free
- * it with toolrun__client_message__free_unpacked(m, NULL)) or NULL with
- * a one-line reason in err.
+ * set and no field this version does not know, within the memory its
+ * size allows (arena.h). Returns the message, which lives in a (release
+ * it with arena_release once done with the message), or NULL with a
+ * one-line reason in err and nothing held.
  */
 Toolrun__ClientMessage *policy_decode(const uint8_t *payload, size_t len,
-				      char *err, size_t errlen);
+				      struct arena *a, char *err, size_t errlen);
 
 /* nfds: fds attached to the frame; cwd_fd: the first of them. */
 enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req,

@@ -128,6 +128,7 @@ struct client {
 	int *fds;          /* attached: the directory, then inherited fds */
 	uint32_t *targets; /* fd number in the program, for fds[1..] */
 	unsigned ntargets;
+	unsigned nextra;   /* inherited fds beyond what a frame carries */
 
 	struct frame_reader reader;
 	bool got_hello;
@@ -286,8 +287,10 @@ static void consider_fd(struct client *cl, int fd, int skip)
 	int flags = fcntl(fd, F_GETFD);
 	if (flags < 0 || (flags & FD_CLOEXEC))
 		return; /* closed, or would not survive exec */
-	if (cl->ntargets + 1 >= FRAME_MAX_FDS)
+	if (cl->ntargets + 1 >= FRAME_MAX_FDS) {
+		cl->nextra++; /* the request fails: see too_many_fds() */
 		return;
+	}
 	/* Keep the list sorted: the directory scan is, mostly. */
 	unsigned i = cl->ntargets++;
 	while (i > 0 && cl->targets[i - 1] > (uint32_t)fd) {
@@ -327,6 +330,28 @@ static void collect_fds(struct client *cl)
 	cl->fds[0] = cl->cwd_fd;
 	for (unsigned i = 0; i < cl->ntargets; i++)
 		cl->fds[1 + i] = (int)cl->targets[i];
+}
+
+/*
+ * The program would inherit more fds than a request may carry. Passing
+ * only some would run it with fewer than it would have run with, and
+ * nothing says which it needs: refuse, and say how to make room. Only
+ * fds without close-on-exec count, since no others reach the program,
+ * and not a stdout or stderr that the daemon replaces with its pipe.
+ */
+static void too_many_fds(struct client *cl)
+{
+	struct sbuf sb = SBUF_INIT(cl->res->reason);
+
+	cl->res->outcome = CLIENT_EXEC_FAILED;
+	cl->res->err = EMFILE;
+	cl->res->code = 126;
+	cl->res->reason[0] = '\0';
+	sbuf_add(&sb, "the program would inherit ");
+	sbuf_add_u64(&sb, cl->ntargets + cl->nextra);
+	sbuf_add(&sb, " open file descriptors; toolrun passes at most ");
+	sbuf_add_u64(&sb, FRAME_MAX_FDS - 1);
+	sbuf_add(&sb, " (close the others, or set close-on-exec on them)");
 }
 
 /*
@@ -1014,6 +1039,10 @@ void client_run(const struct client_call *call, struct client_result *res)
 		goto out;
 	}
 	collect_fds(&cl);
+	if (cl.nextra) {
+		too_many_fds(&cl);
+		goto out;
+	}
 
 	r = build_frames(&cl, argc, envc, &frames, &hello_len, &total);
 	if (r == -E2BIG) {

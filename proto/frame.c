@@ -19,19 +19,31 @@ void frame_header_pack(uint8_t out[FRAME_HEADER_SIZE], uint32_t length,
 	out[7] = 0;
 }
 
-int frame_header_parse(const uint8_t in[FRAME_HEADER_SIZE],
-		       uint32_t max_payload, struct frame_header *h)
+static int header_parse(const uint8_t in[FRAME_HEADER_SIZE], uint32_t max_payload,
+			unsigned max_fds, struct frame_header *h)
 {
 	h->length = (uint32_t)in[0] | (uint32_t)in[1] << 8 |
 		    (uint32_t)in[2] << 16 | (uint32_t)in[3] << 24;
 	h->nfds = (uint16_t)(in[4] | in[5] << 8);
 	if (in[6] != FRAME_VERSION || in[7] != 0)
 		return -EPROTO;
-	if (h->nfds > FRAME_MAX_FDS)
-		return -EPROTO;
+	if (h->nfds > max_fds)
+		return -ETOOMANYREFS;
 	if (h->length > max_payload)
 		return -EMSGSIZE;
 	return 0;
+}
+
+int frame_header_parse(const uint8_t in[FRAME_HEADER_SIZE],
+		       uint32_t max_payload, struct frame_header *h)
+{
+	int r = header_parse(in, max_payload, FRAME_MAX_FDS, h);
+	return r == -ETOOMANYREFS ? -EPROTO : r;
+}
+
+static unsigned reader_max_fds(const struct frame_reader *r)
+{
+	return r->max_fds ? r->max_fds : FRAME_MAX_FDS;
 }
 
 size_t frame_size(const ProtobufCMessage *msg)
@@ -155,8 +167,9 @@ static ssize_t recv_some(struct frame_reader *r, int sock, void *dst,
 			count = FRAME_FDS_PER_SENDMSG;
 		memcpy(got, CMSG_DATA(cm), count * sizeof(int));
 		for (unsigned i = 0; i < count; i++) {
-			if (bad || !r->fds || r->nfds >= FRAME_MAX_FDS) {
+			if (bad || !r->fds || r->nfds >= reader_max_fds(r)) {
 				close(got[i]);
+				r->too_many_fds |= !bad && r->fds;
 				bad = true;
 			} else {
 				r->fds[r->nfds++] = got[i];
@@ -184,7 +197,11 @@ int frame_reader_read(struct frame_reader *r, int sock)
 		r->header_have += (size_t)n;
 		if (r->header_have < FRAME_HEADER_SIZE)
 			continue;
-		int err = frame_header_parse(r->header, r->max_payload, &r->h);
+		int err = header_parse(r->header, r->max_payload, reader_max_fds(r), &r->h);
+		if (err == -ETOOMANYREFS) {
+			r->too_many_fds = true;
+			return -EPROTO;
+		}
 		if (err < 0)
 			return err;
 		r->have_header = true;
@@ -222,6 +239,7 @@ void frame_reader_next(struct frame_reader *r)
 	frame_reader_drop_fds(r);
 	r->header_have = 0;
 	r->have_header = false;
+	r->too_many_fds = false;
 	r->payload_have = 0;
 }
 

@@ -33,8 +33,16 @@
 #define FRAME_MAX_CLIENT_PAYLOAD (8u << 20)
 /* The daemon's messages are small: Output carries at most 64 KiB. */
 #define FRAME_MAX_SERVER_PAYLOAD (128u << 10)
-/* Descriptors one frame may carry: a program's inherited fds. */
+/* Descriptors a client's frame may carry: the working directory, then a
+ * program's inherited fds. */
 #define FRAME_MAX_FDS 1024
+/* The listener's order to run that program carries them on to the
+ * launcher, and adds its own: the write ends of the pipes of the two
+ * shaped streams (a shaped stream's own fd, if the client sent one, is
+ * not passed on). */
+#define FRAME_SPAWN_ADDED_FDS 2
+/* So the launcher's channel takes frames of up to this many. */
+#define FRAME_MAX_ORDER_FDS (FRAME_MAX_FDS + FRAME_SPAWN_ADDED_FDS)
 /* The kernel's limit per sendmsg() (SCM_MAX_FD). */
 #define FRAME_FDS_PER_SENDMSG 253
 
@@ -46,7 +54,8 @@ struct frame_header {
 void frame_header_pack(uint8_t out[FRAME_HEADER_SIZE], uint32_t length,
 		       uint16_t nfds);
 
-/* Returns 0, -EPROTO (bad version, flags or fd count), or -EMSGSIZE. */
+/* Returns 0, -EPROTO (bad version or flags, more than FRAME_MAX_FDS
+ * fds), or -EMSGSIZE. */
 int frame_header_parse(const uint8_t in[FRAME_HEADER_SIZE],
 		       uint32_t max_payload, struct frame_header *h);
 
@@ -74,6 +83,9 @@ int frame_send(int sock, const uint8_t *buf, size_t len, const int *fds,
  */
 struct frame_reader {
 	uint32_t max_payload;
+	/* The most fds a frame may carry: 0 for FRAME_MAX_FDS, or up to
+	 * FRAME_MAX_ORDER_FDS. */
+	unsigned max_fds;
 	/* Make room for at least `need` payload bytes; returns false when it
 	 * cannot (the read then fails with -ENOMEM). */
 	bool (*grow)(struct frame_reader *r, size_t need);
@@ -88,8 +100,11 @@ struct frame_reader {
 	size_t payload_cap;
 	size_t payload_have;
 
-	int *fds; /* room for FRAME_MAX_FDS */
+	int *fds; /* room for max_fds */
 	unsigned nfds;
+	/* Why the last read failed with -EPROTO, if it was for this: the
+	 * header announced more than max_fds, or more arrived. */
+	bool too_many_fds;
 };
 
 enum frame_read_result {
@@ -100,8 +115,9 @@ enum frame_read_result {
 
 /*
  * Read what is available. Returns an enum frame_read_result, or
- * -EPROTO (bad header, fds not matching the count, truncated control
- * data, EOF inside a frame), -EMSGSIZE (too large), -ENOMEM, -errno.
+ * -EPROTO (bad header, more fds than max_fds, fds not matching the
+ * count, truncated control data, EOF inside a frame), -EMSGSIZE (too
+ * large), -ENOMEM, -errno.
  * After READY the caller takes payload and fds, then calls
  * frame_reader_next().
  */

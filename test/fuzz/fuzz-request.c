@@ -8,7 +8,9 @@
  *  1. Directly, as the listener handles each frame: frame_header_parse()
  *     with the client maximum, then policy_decode() of the payload (copied
  *     to a buffer of exactly its length, so that AddressSanitizer sees any
- *     read past its end), and for a Request policy_check() (nfds from the
+ *     read past its end; decoded into an arena as the listener does, and
+ *     once more into one too small for it, so that running out is
+ *     exercised too), and for a Request policy_check() (nfds from the
  *     header, the working directory a fixed directory fd) and, when the
  *     verdict is to run it, policy_environment().
  *
@@ -43,6 +45,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "config.h"
 #include "frame.h"
 #include "outq.h"
@@ -392,16 +395,42 @@ static void check_request(const Toolrun__Request *req, unsigned nfds, int cwd_fd
 	}
 }
 
+/*
+ * The same payload decoded into an arena far smaller than policy_decode
+ * gives it (its base alone, 16 MiB, is more than any input here takes):
+ * a cut anywhere between nothing and twice the payload, taken from its
+ * bytes, so that protobuf-c's failing allocations and what it then frees
+ * of a half-built message (nothing, in an arena) are exercised too.
+ * Running out must end in NULL, never in a crash or a message.
+ */
+static void decode_in_small_arena(const uint8_t *payload, size_t len)
+{
+	uint32_t h = 2166136261u;
+	struct arena a;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ payload[i]) * 16777619u;
+	CHECK(arena_init(&a, h % (2 * len + 256)) == 0);
+	ProtobufCMessage *m = protobuf_c_message_unpack(&toolrun__client_message__descriptor,
+							&a.allocator, len, payload);
+	CHECK(m == NULL || !a.exhausted);
+	CHECK(a.used <= a.cap);
+	arena_release(&a);
+}
+
 /* Handle one payload as the listener does. */
 static void handle_payload(const uint8_t *payload, size_t len, unsigned nfds,
 			   int cwd_fd)
 {
-	char why[128];
+	decode_in_small_arena(payload, len);
+	char why[192];
+	struct arena a;
 
 	why[0] = '\0';
-	Toolrun__ClientMessage *m = policy_decode(payload, len, why, sizeof(why));
+	Toolrun__ClientMessage *m = policy_decode(payload, len, &a, why, sizeof(why));
 	if (!m) {
 		CHECK(why[0] != '\0');
+		CHECK(a.small.base == NULL && a.large.base == NULL); /* a refusal holds nothing */
 		if (trace)
 			fprintf(stderr, "  %zu bytes, %u fds: %s\n", len, nfds, why);
 		return;
@@ -436,7 +465,9 @@ static void handle_payload(const uint8_t *payload, size_t len, unsigned nfds,
 	default:
 		CHECK(!"policy_decode returned a message of no known type");
 	}
-	toolrun__client_message__free_unpacked(m, NULL);
+	/* Decoding took no more than the payload's size allows. */
+	CHECK(a.cap == arena_capacity(len) && a.used <= a.cap);
+	arena_release(&a);
 }
 
 /* ───────────────────────── part 1: frame by frame ───────────────────────── */
