@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "rawclient.h"
 #include "toolrun.pb-c.h"
 
 static int sock;
@@ -40,23 +41,15 @@ static void send_raw(const void *p, size_t n)
 static void send_msg(Toolrun__ClientMessage *m, const int *fds, unsigned nfds,
 		     int claimed_fds)
 {
-	size_t len = frame_size(&m->base);
-	uint8_t *buf = malloc(len);
-	frame_pack(&m->base, (uint16_t)(claimed_fds >= 0 ? claimed_fds : (int)nfds), buf);
-	if (frame_send(sock, buf, len, fds, nfds) < 0)
+	uint16_t claimed = (uint16_t)(claimed_fds >= 0 ? claimed_fds : (int)nfds);
+	if (rawclient_send(sock, m, fds, nfds, claimed) < 0)
 		fprintf(stderr, "rawframe: send failed\n");
-	free(buf);
 }
 
 static void send_hello(uint32_t version)
 {
-	Toolrun__Hello h = TOOLRUN__HELLO__INIT;
-	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
-	h.protocol_version = version;
-	h.software = (char *)"rawframe";
-	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
-	m.hello = &h;
-	send_msg(&m, NULL, 0, -1);
+	if (rawclient_hello(sock, version, "rawframe") < 0)
+		fprintf(stderr, "rawframe: send failed\n");
 }
 
 static void header(uint32_t len, uint16_t nfds, uint8_t version, uint8_t flags)
@@ -104,40 +97,7 @@ static void print_reply(const Toolrun__ServerMessage *m)
 
 static void read_replies(void)
 {
-	static uint8_t payload[FRAME_MAX_SERVER_PAYLOAD];
-	struct frame_reader rd = {
-		.max_payload = FRAME_MAX_SERVER_PAYLOAD,
-		.payload = payload,
-		.payload_cap = sizeof(payload),
-	};
-	for (;;) {
-		int r = frame_reader_read(&rd, sock);
-		if (r == FRAME_READ_AGAIN) {
-			struct pollfd p = {.fd = sock, .events = POLLIN};
-			if (poll(&p, 1, 60000) == 0) {
-				printf("open\n");
-				return;
-			}
-			continue;
-		}
-		if (r == FRAME_READ_EOF || r == -ECONNRESET) {
-			printf("closed\n");
-			return;
-		}
-		if (r < 0) {
-			printf("bad reply: %s\n", strerror(-r));
-			return;
-		}
-		Toolrun__ServerMessage *m =
-			toolrun__server_message__unpack(NULL, rd.h.length, rd.payload);
-		frame_reader_next(&rd);
-		if (!m) {
-			printf("undecodable reply\n");
-			return;
-		}
-		print_reply(m);
-		toolrun__server_message__free_unpacked(m, NULL);
-	}
+	rawclient_print_replies(sock, print_reply);
 }
 
 int main(int argc, char **argv)

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "rawclient.h"
 #include "toolrun.pb-c.h"
 
 #define MAX_LINES 64
@@ -119,25 +120,14 @@ static int connect_to(const char *path)
 
 static void send_message(int fd, Toolrun__ClientMessage *m, const int *fds, unsigned nfds)
 {
-	size_t len = frame_size(&m->base);
-	uint8_t *buf = malloc(len);
-	if (!buf)
-		die("malloc");
-	frame_pack(&m->base, (uint16_t)nfds, buf);
-	if (frame_send(fd, buf, len, fds, nfds) < 0)
+	if (rawclient_send(fd, m, fds, nfds, (uint16_t)nfds) < 0)
 		die("send");
-	free(buf);
 }
 
 static void send_hello(int fd)
 {
-	Toolrun__Hello h = TOOLRUN__HELLO__INIT;
-	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
-	h.protocol_version = TOOLRUN__VERSION__VERSION_CURRENT;
-	h.software = (char *)"flood";
-	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
-	m.hello = &h;
-	send_message(fd, &m, NULL, 0);
+	if (rawclient_hello(fd, TOOLRUN__VERSION__VERSION_CURRENT, "flood") < 0)
+		die("send");
 }
 
 /*

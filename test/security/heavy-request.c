@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "rawclient.h"
 #include "toolrun.pb-c.h"
 
 static void die(const char *what)
@@ -52,31 +53,20 @@ static int connect_to(const char *path)
 static void send_message(int sock, Toolrun__ClientMessage *m, const int *fds, unsigned nfds)
 {
 	size_t len = frame_size(&m->base);
-	uint8_t *buf = malloc(len);
 
-	if (!buf)
-		die("malloc");
 	if (len - FRAME_HEADER_SIZE > FRAME_MAX_CLIENT_PAYLOAD) {
 		fprintf(stderr, "heavy-request: a payload of %zu bytes is over the maximum\n",
 			len - FRAME_HEADER_SIZE);
 		exit(1);
 	}
-	frame_pack(&m->base, (uint16_t)nfds, buf);
-	if (frame_send(sock, buf, len, fds, nfds) < 0)
+	if (rawclient_send(sock, m, fds, nfds, (uint16_t)nfds) < 0)
 		die("send");
-	free(buf);
 }
 
 static void send_hello(int sock)
 {
-	Toolrun__Hello h = TOOLRUN__HELLO__INIT;
-	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
-
-	h.protocol_version = TOOLRUN__VERSION__VERSION_CURRENT;
-	h.software = (char *)"heavy-request";
-	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
-	m.hello = &h;
-	send_message(sock, &m, NULL, 0);
+	if (rawclient_hello(sock, TOOLRUN__VERSION__VERSION_CURRENT, "heavy-request") < 0)
+		die("send");
 }
 
 static ProtobufCBinaryData text(const char *s)
@@ -118,42 +108,7 @@ static void print_reply(const Toolrun__ServerMessage *m)
 
 static void print_replies(int sock)
 {
-	static uint8_t payload[FRAME_MAX_SERVER_PAYLOAD];
-	struct frame_reader rd = {
-		.max_payload = FRAME_MAX_SERVER_PAYLOAD,
-		.payload = payload,
-		.payload_cap = sizeof(payload),
-	};
-
-	for (;;) {
-		int r = frame_reader_read(&rd, sock);
-		if (r == FRAME_READ_AGAIN) {
-			struct pollfd p = {.fd = sock, .events = POLLIN};
-			if (poll(&p, 1, 60 * 1000) <= 0) {
-				printf("open\n");
-				return;
-			}
-			continue;
-		}
-		if (r == FRAME_READ_EOF || r == -ECONNRESET) {
-			printf("closed\n");
-			return;
-		}
-		if (r < 0) {
-			printf("bad reply: %s\n", strerror(-r));
-			return;
-		}
-		Toolrun__ServerMessage *m =
-			toolrun__server_message__unpack(NULL, rd.h.length, rd.payload);
-		frame_reader_next(&rd);
-		if (!m) {
-			printf("undecodable reply\n");
-			return;
-		}
-		print_reply(m);
-		toolrun__server_message__free_unpacked(m, NULL);
-		fflush(stdout);
-	}
+	rawclient_print_replies(sock, print_reply);
 }
 
 /* The cwd, then n fds on /dev/null, to be received at 3, 4, ... */

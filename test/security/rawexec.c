@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "rawclient.h"
 #include "toolrun.pb-c.h"
 
 #define MAX_FDS 256
@@ -32,14 +33,8 @@ extern char **environ;
 
 static void send_msg(int sock, Toolrun__ClientMessage *m, const int *fds, unsigned nfds)
 {
-	size_t len = frame_size(&m->base);
-	uint8_t *buf = malloc(len);
-	if (!buf)
-		exit(2);
-	frame_pack(&m->base, (uint16_t)nfds, buf);
-	if (frame_send(sock, buf, len, fds, nfds) < 0)
+	if (rawclient_send(sock, m, fds, nfds, (uint16_t)nfds) < 0)
 		fprintf(stderr, "rawexec: send failed\n");
-	free(buf);
 }
 
 /* The directory, then each fd that survives exec; numbers[] says which. */
