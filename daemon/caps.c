@@ -16,7 +16,7 @@ struct caps {
 static int caps_get(struct caps *c)
 {
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
-	struct __user_cap_data_struct d[2];
+	struct __user_cap_data_struct d[2] = {{0}};
 
 	if (syscall(SYS_capget, &h, d) < 0)
 		return -errno;
@@ -45,7 +45,7 @@ int caps_keep_across_drop(void)
 
 int caps_after_drop(void)
 {
-	struct caps c;
+	struct caps c = {0};
 	int r = caps_get(&c);
 
 	if (r < 0)
@@ -59,7 +59,7 @@ int caps_after_drop(void)
 
 bool caps_can_switch(void)
 {
-	struct caps c;
+	struct caps c = {0};
 
 	if (geteuid() == 0)
 		return true;
@@ -68,7 +68,7 @@ bool caps_can_switch(void)
 
 int caps_raise(void)
 {
-	struct caps c;
+	struct caps c = {0};
 	int r = caps_get(&c);
 
 	if (r < 0 || geteuid() == 0)
