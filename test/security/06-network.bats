@@ -60,6 +60,7 @@ resolve_in_namespace() {
 		socket_fallback =
 		audit_log = $TR_DIR/audit.jsonl
 		spill_dir = $TR_DIR/spill
+		preload = $TR_LIB
 		tools = getent
 	EOF
 	printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' >"$TR_DIR/resolv.conf"
