@@ -326,23 +326,6 @@ static void spawn_state(const Toolrun__Request *req, const struct limits *policy
 }
 
 /*
- * The file a tool must turn out to be when the launcher opens it. The
- * policy decision keeps only the tool's index, so the file is looked up
- * again: one that changed since policy_check no longer matches, and is
- * refused like one that was never listed.
- */
-static bool tool_file_of(struct job *j, const Toolrun__Request *req, int cwd_fd,
-			 int tool, struct tool_file *file)
-{
-	char exe[PATH_MAX];
-
-	/* policy_check: no NUL inside, shorter than PATH_MAX. */
-	memcpy(exe, req->executable.data, req->executable.len);
-	exe[req->executable.len] = '\0';
-	return config_find_tool_at(j->L->cfg, cwd_fd, exe, file) == tool;
-}
-
-/*
  * Will the launcher take this order? It reads frames of at most
  * FRAME_MAX_ORDER_FDS fds, and decodes each within the memory its size
  * allows (arena.h), as the listener decodes a request. An order it
@@ -455,9 +438,6 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BUSY, "out of memory");
 		return;
 	}
-	struct tool_file file;
-	if (v == POLICY_RUN && !j->command && !tool_file_of(j, req, fds[0], d.tool, &file))
-		v = POLICY_NOT_LISTED;
 	if (v != POLICY_RUN) {
 		close_all(fds, nfds);
 		job_refuse(j, v);
@@ -480,7 +460,7 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 			snprintf(failure, sizeof(failure), "toolrund is out of memory");
 	}
 	if (!failure[0]) {
-		int r = job_spawn(j, req, env, nenv, &sf, j->command ? NULL : &file, failure,
+		int r = job_spawn(j, req, env, nenv, &sf, j->command ? NULL : &d.file, failure,
 				  sizeof(failure));
 		free(env);
 		if (r == 0)

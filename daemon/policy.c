@@ -167,7 +167,7 @@ enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req
 	char exe[PATH_MAX];
 	memcpy(exe, req->executable.data, req->executable.len);
 	exe[req->executable.len] = '\0';
-	out->tool = config_find_tool_at(cfg, cwd_fd, exe, NULL);
+	out->tool = config_find_tool_at(cfg, cwd_fd, exe, &out->file);
 	if (out->tool < 0)
 		return POLICY_NOT_LISTED;
 

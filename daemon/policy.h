@@ -30,6 +30,7 @@ enum policy_verdict {
 
 struct policy_decision {
 	int tool;               /* -1 for an agent command */
+	struct tool_file file;  /* a tool: the file it was matched as */
 	struct limits limits;
 	bool shape_stdout;
 	bool shape_stderr;
