@@ -4,8 +4,8 @@
 #   bench/container-exec.sh [--rounds N] [--box NAME] [--build] [--keep]
 #
 # Times, in one running box, two calls an agent makes:
-#     docker exec BOX bash -lc 'cat /etc/hostname'   (a listed tool)
-#     docker exec BOX bash -lc true                  (the login shell alone)
+#     docker exec -u 1000 BOX bash -lc 'cat /etc/hostname'   (a listed tool)
+#     docker exec -u 1000 BOX bash -lc true                  (the login shell alone)
 # each with toolrun on (A: the image as it is) and off (B: docker exec -e
 # TOOLRUN=off -e LD_PRELOAD=, no library at all), the four interleaved
 # (cat A, cat B, true A, true B) for N rounds (default 50, at most 1000)
@@ -86,7 +86,7 @@ if [ -z "$box" ]; then
 	TOOLRUN_IMAGE=$image "$repo/container/run.sh" --replace "$box" "$tmp/workspace" >/dev/null
 	started=true
 fi
-hostname=$(docker exec "$box" cat /etc/hostname)
+hostname=$(docker exec -u 1000 "$box" cat /etc/hostname)
 
 # Listed tools' job lines (each A call is an agent command too, whose
 # own line says command=).
@@ -99,10 +99,10 @@ one() {
 	[ "$2" = on ] || off=(-e TOOLRUN=off -e LD_PRELOAD=)
 	start=$(date +%s%N)
 	if [ "$1" = cat ]; then
-		out=$(docker exec "${off[@]}" "$box" bash -lc 'cat /etc/hostname')
+		out=$(docker exec -u 1000 "${off[@]}" "$box" bash -lc 'cat /etc/hostname')
 		want=$hostname
 	else
-		out=$(docker exec "${off[@]}" "$box" bash -lc true)
+		out=$(docker exec -u 1000 "${off[@]}" "$box" bash -lc true)
 	fi
 	end=$(date +%s%N)
 	[ "$out" = "$want" ] || die "unexpected output from the $1 $2 call: '$out'"
@@ -128,7 +128,7 @@ done
 marker() {
 	local n
 	n=$(jobs)
-	docker exec "$box" bash -c "cat /etc/hostname" >/dev/null
+	docker exec -u 1000 "$box" bash -c "cat /etc/hostname" >/dev/null
 	for _ in $(seq 300); do
 		[ "$(jobs)" -gt "$n" ] && return 0
 		sleep 0.1

@@ -7,8 +7,9 @@
 #    built locally when no registry answers).
 # 2. Starts the box `demo` (TOOLRUN_DEMO_NAME) with container/run.sh on a
 #    new workspace that holds large_file.txt (100000 lines).
-# 3. Runs, as an agent would (`docker exec demo bash -lc "..."`): echo,
-#    a grep in a pipeline, a cat cut to its head and tail, the file that
+# 3. Runs, as an agent would (`docker exec -u sandbox demo bash -lc "..."`):
+#    who runs as whom (and a SIGSTOP to toolrund that fails), echo, a grep
+#    in a pipeline, a cat cut to its head and tail, the file that
 #    keeps the whole of it, the same cat into a pipe, a failing ls
 #    (stderr and exit code), the same cat with TOOLRUN=off, and shows the
 #    daemon's log lines for them.
@@ -43,8 +44,8 @@ demo_exec() {
 	out=$(mktemp) err=$(mktemp)
 	local shown=$command
 	[[ $command == *"'"* ]] && shown=$(printf '%q' "$command") || shown="'$command'"
-	printf '%s$ docker exec %s%s bash -lc %s%s\n' "$bold" "${opts[*]:+${opts[*]} }" "$name" "$shown" "$plain"
-	docker exec "${opts[@]}" "$name" bash -lc "$command" >"$out" 2>"$err" || code=$?
+	printf '%s$ docker exec -u sandbox %s%s bash -lc %s%s\n' "$bold" "${opts[*]:+${opts[*]} }" "$name" "$shown" "$plain"
+	docker exec -u sandbox "${opts[@]}" "$name" bash -lc "$command" >"$out" 2>"$err" || code=$?
 	if [ -s "$out" ]; then
 		local n
 		n=$(wc -l <"$out")
@@ -86,7 +87,10 @@ else
 fi
 echo "workspace: $workspace (large_file.txt: $(wc -l <"$workspace/large_file.txt") lines, $(wc -c <"$workspace/large_file.txt") bytes)"
 TOOLRUN_IMAGE=$image "$here/run.sh" --replace "$name" "$workspace" >/dev/null
-docker exec "$name" toolrun ping
+docker exec -u sandbox "$name" toolrun ping
+
+title "Who runs as whom: the agent is sandbox; toolrund is its own user, which the agent cannot stop"
+demo_exec 'id -un; ps -o user=,comm= -C toolrund,toolrund-listen,toolrund-launch; kill -STOP $(pgrep -x toolrund-listen)'
 
 title "A builtin: not a listed tool, toolrun stays out of the way"
 demo_exec 'echo hello'
@@ -120,8 +124,8 @@ if $stop; then
 else
 	cat <<EOF
 The box '$name' is still running. Try it:
-  docker exec $name bash -lc 'find / -name "*.conf" 2>/dev/null'
-  docker exec -e TOOLRUN=off $name bash -lc 'ls -l'
+  docker exec -u sandbox $name bash -lc 'find / -name "*.conf" 2>/dev/null'
+  docker exec -u sandbox -e TOOLRUN=off $name bash -lc 'ls -l'
   docker logs -f $name
 Stop and remove it:
   docker rm -f $name && rm -rf $workspace

@@ -14,7 +14,9 @@
 #   --cpus N            TOOLRUN_CPUS       CPUs (1)
 #   --pids N            TOOLRUN_PIDS       processes and threads (256)
 #   --tmp-size SIZE     TOOLRUN_TMP_SIZE   the /tmp tmpfs (256m)
-#   --user UID:GID      TOOLRUN_USER       non-root user (1000:1000)
+#   --user UID:GID      TOOLRUN_USER       the agent's user, non-root (1000:1000):
+#                                          it owns a new workspace, and the config
+#                                          must serve it (the image's serves 1000)
 #   --seccomp FILE      TOOLRUN_SECCOMP    profile (seccomp.json beside this script)
 #   --wait SECONDS      TOOLRUN_WAIT       how long to wait for the daemon (20)
 #   --config FILE       TOOLRUN_CONF       a toolrun.conf mounted read-only over
@@ -23,8 +25,16 @@
 #
 # The hardening (container/README.md says why): --network=none, a
 # read-only root filesystem with tmpfs on /tmp and /run/toolrun (the
-# daemon's socket directory, owned by the user, mode 0700),
-# --cap-drop=ALL, no-new-privileges, our seccomp profile, the limits above.
+# daemon's socket directory, owned by its user toolrun, 999, mode 0755),
+# no-new-privileges, our seccomp profile, the limits above, and of all
+# capabilities only the four toolrund needs to run each program as its
+# caller (CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_CHOWN). PID 1 starts as
+# root so that toolrund can become its own user with them; the agent then
+# runs as its user, without any:
+#
+#   docker exec -u sandbox NAME bash -lc '<command>'
+#
+# (`docker exec` without -u is root in the box, with those capabilities.)
 #
 # It returns once `toolrun ping` succeeds inside the container, and prints
 # the container's name on stdout. On failure: a message, the container's
@@ -46,7 +56,7 @@ replace=${TOOLRUN_REPLACE:-0}
 
 say() { printf 'run: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
-usage() { sed -n '2,33s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,43s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 
 need() { [ $# -ge 2 ] || die "$1 needs a value (see --help)"; }
 args=()
@@ -80,6 +90,8 @@ workspace=${args[1]-}
 [[ $wait_s =~ ^[1-9][0-9]*$ ]] || die "--wait must be a positive number of seconds, not '$wait_s'"
 [ -r "$seccomp" ] || die "cannot read the seccomp profile $seccomp"
 uid=${user%%:*}
+# toolrund's user in the image (container/Dockerfile).
+daemon_uid=999 daemon_gid=999
 config_mount=()
 if [ -n "$config" ]; then
 	[ -r "$config" ] || die "cannot read the config $config"
@@ -119,14 +131,15 @@ docker run --detach --name "$name" --hostname "$name" \
 	--network=none \
 	--read-only \
 	--tmpfs "/tmp:rw,nosuid,nodev,size=$tmp_size" \
-	--tmpfs "/run/toolrun:rw,nosuid,nodev,noexec,size=16m,uid=$uid,gid=$gid,mode=0700" \
+	--tmpfs "/run/toolrun:rw,nosuid,nodev,noexec,size=16m,uid=$daemon_uid,gid=$daemon_gid,mode=0755" \
 	--cap-drop=ALL \
+	--cap-add=SETUID --cap-add=SETGID --cap-add=KILL --cap-add=CHOWN \
 	--security-opt=no-new-privileges \
 	--security-opt "seccomp=$seccomp" \
 	--memory "$memory" --memory-swap "$memory" \
 	--cpus "$cpus" \
 	--pids-limit "$pids" \
-	--user "$user" \
+	--user 0:0 \
 	--volume "$workspace:/workspace:rw" "${config_mount[@]}" \
 	--workdir /workspace \
 	--log-driver json-file --log-opt max-size=10m --log-opt max-file=3 \
@@ -136,7 +149,7 @@ docker run --detach --name "$name" --hostname "$name" \
 # Ready when the daemon answers, as the healthcheck asks it.
 deadline=$((SECONDS + wait_s))
 while :; do
-	if docker exec "$name" toolrun ping >/dev/null 2>&1; then
+	if docker exec -u "$user" "$name" toolrun ping >/dev/null 2>&1; then
 		break
 	fi
 	state=$(docker container inspect --format '{{.State.Status}}' "$name" 2>/dev/null || echo gone)

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -57,13 +59,42 @@ int caps_after_drop(void)
 	return r;
 }
 
-bool caps_can_switch(void)
+uint64_t caps_missing(void)
 {
 	struct caps c = {0};
 
-	if (geteuid() == 0)
-		return true;
-	return caps_get(&c) == 0 && (c.permitted & CAPS_SWITCH) == CAPS_SWITCH;
+	if (caps_get(&c) < 0)
+		return CAPS_KEPT;
+	return CAPS_KEPT & ~c.permitted;
+}
+
+const char *caps_names(uint64_t mask, char *buf, size_t size)
+{
+	static const struct { unsigned bit; const char *name; } known[] = {
+		{7, "CAP_SETUID"}, {6, "CAP_SETGID"}, {5, "CAP_KILL"}, {0, "CAP_CHOWN"},
+	};
+	unsigned total = 0, done = 0;
+	size_t len = 0;
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		total += (mask >> known[i].bit) & 1;
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]) && len < size; i++) {
+		if (!((mask >> known[i].bit) & 1))
+			continue;
+		done++;
+		const char *sep = done == 1 ? "" : done == total ? " and " : ", ";
+		int n = snprintf(buf + len, size - len, "%s%s", sep, known[i].name);
+		if (n < 0)
+			break;
+		len += (size_t)n;
+	}
+	return buf;
+}
+
+bool caps_can_switch(void)
+{
+	return caps_missing() == 0;
 }
 
 int caps_raise(void)
@@ -75,6 +106,12 @@ int caps_raise(void)
 		return r;
 	c.effective = c.permitted;
 	return caps_set(&c);
+}
+
+struct fs_ids caps_fs_as(uid_t uid, gid_t gid)
+{
+	struct fs_ids was = {(uid_t)setfsuid(uid), (gid_t)setfsgid(gid)};
+	return was;
 }
 
 int caps_clear(void)

@@ -24,6 +24,9 @@
 #define TOOLRUN_CAPS_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 /* The capabilities toolrund keeps: bit N for capability N. */
 #define CAPS_SWITCH ((1ull << 6 /* CAP_SETGID */) | (1ull << 7 /* CAP_SETUID */))
@@ -36,13 +39,32 @@ int caps_keep_across_drop(void);
  * effective and inheritable empty, and no longer kept across setuid(). */
 int caps_after_drop(void);
 
-/* Can this process (once caps_raise() has run, where needed) switch a
- * child to another uid and gid? True for root and for a process that
- * holds CAPS_SWITCH in its permitted set. */
+/* Which of CAPS_KEPT this process does not hold in its permitted set
+ * (root in a container started with --cap-drop=ALL holds none). */
+uint64_t caps_missing(void);
+
+/* Their names, "CAP_KILL and CAP_CHOWN", in buf. */
+const char *caps_names(uint64_t mask, char *buf, size_t size);
+
+/* Can this process (once caps_raise() has run, where needed) run a child
+ * as another uid and gid, and end it? True when it holds all of
+ * CAPS_KEPT, root included: root without them cannot switch either. */
 bool caps_can_switch(void);
 
 /* Make the permitted set effective (the launcher). No-op for root. */
 int caps_raise(void);
+
+/* The file system ids (setfsuid, setfsgid): files are then made, and
+ * access checked, as uid and gid. Root without CAP_DAC_OVERRIDE (a
+ * container's) needs this to write into its user's directory, and the
+ * launcher to act on a caller's files and processes; it takes CAP_SETUID
+ * and CAP_SETGID, or is a no-op. (uid_t)-1 and (gid_t)-1 leave that id.
+ * Returns the ids to go back to. */
+struct fs_ids {
+	uid_t uid;
+	gid_t gid;
+};
+struct fs_ids caps_fs_as(uid_t uid, gid_t gid);
 
 /* Empty every set, root's too (the listener; a program after its
  * switch, when the launcher is not root). */

@@ -329,8 +329,6 @@ static NORETURN void launch_child(const struct launch_plan *plan, int status_fd)
 	}
 	if (arrange_fds(plan, &status_fd, &cwd_fd) < 0)
 		fail(status_fd, LAUNCH_STEP_FDS);
-	if (fchdir(cwd_fd) < 0)
-		fail(status_fd, LAUNCH_STEP_CWD);
 	umask(plan->has_state ? plan->umask : 022);
 	if (plan->has_state) {
 		apply_scheduling(plan);
@@ -343,6 +341,9 @@ static NORETURN void launch_child(const struct launch_plan *plan, int status_fd)
 	 * (oom_score_adj), before anything the caller's rules should bind. */
 	if (plan->switch_identity && become_caller(plan) < 0)
 		fail(status_fd, LAUNCH_STEP_IDENTITY);
+	/* As the caller: its directory may be closed to toolrund's user. */
+	if (fchdir(cwd_fd) < 0)
+		fail(status_fd, LAUNCH_STEP_CWD);
 	/* Last: the filter would deny some of the steps above. */
 	if (plan->filters && sandbox_child_apply(plan->filters, plan->network) < 0)
 		fail(status_fd, LAUNCH_STEP_SANDBOX);

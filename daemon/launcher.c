@@ -382,22 +382,6 @@ static void release_job(struct launcher *L, uint64_t job)
 	j->released = true;
 }
 
-struct fs_ids {
-	uid_t uid;
-	gid_t gid;
-};
-
-/*
- * Look at processes in /proc as the job's caller: their fd tables are
- * closed to toolrund's own user (access to them is checked as ptrace's,
- * against the file system ids). Returns what to go back to.
- */
-static struct fs_ids fs_ids_as(uid_t uid, gid_t gid)
-{
-	struct fs_ids was = {(uid_t)setfsuid(uid), (gid_t)setfsgid(gid)};
-	return was;
-}
-
 static void check_input(struct launcher *L, uint64_t job)
 {
 	Toolrun__Launcher__InputState s = TOOLRUN__LAUNCHER__INPUT_STATE__INIT;
@@ -408,12 +392,15 @@ static void check_input(struct launcher *L, uint64_t job)
 	/* The program leads its own session: what runs in it is the job,
 	 * not a producer of its input. */
 	if (j && j->stdin_fifo) {
+		/* As the caller: its processes' fd tables are closed to
+		 * toolrund's own user (checked as ptrace's, against the file
+		 * system ids). */
 		struct fs_ids was = {0};
 		if (L->callers.can_switch)
-			was = fs_ids_as(j->uid, j->gid);
+			was = caps_fs_as(j->uid, j->gid);
 		s.producer_running = proctree_pipe_has_writer(j->stdin_dev, j->stdin_ino, j->pid);
 		if (L->callers.can_switch)
-			fs_ids_as(was.uid, was.gid);
+			caps_fs_as(was.uid, was.gid);
 	}
 	m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_INPUT_STATE;
 	m.input_state = &s;

@@ -491,7 +491,7 @@ static void conn_admit(struct listener *L, struct conn *c)
 	if (!L->can_switch && c->uid != L->self_uid && c->uid != 0) {
 		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_NOT_ALLOWED,
 			    "toolrund runs as uid %u and cannot run programs as uid %u "
-			    "(it lacks CAP_SETUID and CAP_SETGID)",
+			    "(it lacks CAP_SETUID, CAP_SETGID, CAP_KILL or CAP_CHOWN)",
 			    (unsigned)L->self_uid, (unsigned)c->uid);
 		return;
 	}

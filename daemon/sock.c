@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "util.h"
 
 #define LISTEN_BACKLOG 512
@@ -122,20 +123,11 @@ static int bind_socket(const char *path, dev_t *dev, ino_t *ino, char *err,
 	return steal_fd(&fd);
 }
 
-int sock_listen(struct listen_socket *ls, const char *path, mode_t dir_mode,
-		uid_t owner, gid_t group, char *err, size_t errlen)
+/* Lock path, check no server answers there, bind it. */
+static int claim(struct listen_socket *ls, const char *path, char *err, size_t errlen)
 {
-	struct sockaddr_un sa;
+	int r;
 
-	*ls = (struct listen_socket){.fd = -1, .lock_fd = -1};
-	snprintf(ls->path, sizeof(ls->path), "%s", path);
-	if (strlen(path) + 4 >= sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "socket path %s is too long", path);
-		return -ENAMETOOLONG;
-	}
-	int r = prepare_dir(path, dir_mode, owner, group, err, errlen);
-	if (r < 0)
-		return r;
 	ls->lock_fd = take_lock(path, err, errlen);
 	if (ls->lock_fd < 0) {
 		r = ls->lock_fd;
@@ -154,6 +146,33 @@ int sock_listen(struct listen_socket *ls, const char *path, mode_t dir_mode,
 		return r;
 	}
 	return 0;
+}
+
+int sock_listen(struct listen_socket *ls, const char *path, mode_t dir_mode,
+		uid_t owner, gid_t group, char *err, size_t errlen)
+{
+	struct sockaddr_un sa;
+
+	*ls = (struct listen_socket){.fd = -1, .lock_fd = -1};
+	snprintf(ls->path, sizeof(ls->path), "%s", path);
+	if (strlen(path) + 4 >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "socket path %s is too long", path);
+		return -ENAMETOOLONG;
+	}
+	int r = prepare_dir(path, dir_mode, owner, group, err, errlen);
+	if (r < 0)
+		return r;
+	r = claim(ls, path, err, errlen);
+	/* Root without CAP_DAC_OVERRIDE (a container's) may not write into
+	 * the directory of the user it is about to become: as that user,
+	 * then. Not first: that user may not be able to reach the directory
+	 * through root's. */
+	if (r == -EACCES && owner != geteuid()) {
+		struct fs_ids was = caps_fs_as(owner, group);
+		r = claim(ls, path, err, errlen);
+		caps_fs_as(was.uid, was.gid);
+	}
+	return r;
 }
 
 int sock_renew(struct listen_socket *ls, mode_t dir_mode, uid_t owner, gid_t group,

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "util.h"
 
 /* Names tried for one file before giving up: the plain one, then -1, -2,
@@ -127,22 +128,18 @@ static int open_root(struct root *r, const char *dir, char *reason, size_t reaso
 	return 0;
 }
 
-/*
- * File system calls as uid from here on: its directory is closed to
- * toolrund's own user. Returns the fsuid to go back to. Switching to
- * another uid takes CAP_SETUID (the launcher's, caps.h), or root; without
- * it the fsuid stays, and what uid's directory refuses fails as such.
- */
+/* File system calls as uid from here on (caps_fs_as): its directory is
+ * closed to toolrund's own user. Returns the fsuid to go back to. */
 static uid_t fs_as(uid_t uid)
 {
-	return (uid_t)setfsuid(uid);
+	return caps_fs_as(uid, (gid_t)-1).uid;
 }
 
 /* Can this process act as uid on files (fs_as)? */
 static bool may_act_as(uid_t uid)
 {
 	uid_t was = fs_as(uid);
-	bool switched = (uid_t)setfsuid((uid_t)-1) == uid;
+	bool switched = fs_as((uid_t)-1) == uid;
 	fs_as(was);
 	return switched;
 }

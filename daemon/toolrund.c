@@ -98,6 +98,14 @@ static int resolve_allowed(struct supervisor *S, const struct config *cfg, uid_t
 	return 0;
 }
 
+static bool uid_listed(const struct supervisor *S, uid_t uid)
+{
+	for (unsigned i = 0; i < S->nallowed; i++)
+		if (S->allowed[i] == uid)
+			return true;
+	return false;
+}
+
 /*
  * Become the configured user for good: groups, gid, then uid. What root
  * had of CAPS_KEPT stays permitted (never effective here): the launcher
@@ -248,29 +256,34 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit();
 
-	/* Who to run as: the configured user when started as root. */
+	/* Who to run as: the configured user, when toolrund can become it
+	 * and still run programs as their callers; else itself. */
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	const char *user_name = NULL;
+	char single[192] = ""; /* why toolrund cannot be its `user` */
 	bool drop = false;
 	if (cfg->user[0]) {
 		uid_t want;
 		gid_t want_gid;
-		if (!find_user(cfg->user, &want, &want_gid, &user_name)) {
-			fprintf(stderr, "%s: user names no user: %s\n", file, cfg->user);
-			free(cfg);
-			return 2;
-		}
-		if (uid == 0 && want != 0) {
+		char missing[96];
+		/* An image's config serves images without that account too
+		 * (toolrun added to any image): there is no one to become. */
+		if (!find_user(cfg->user, &want, &want_gid, &user_name))
+			snprintf(single, sizeof(single), "no user %s exists here (/etc/passwd)",
+				 cfg->user);
+		else if (uid == want)
+			; /* started as its user */
+		else if (uid != 0)
+			snprintf(single, sizeof(single), "it was started as uid %u, not as root",
+				 (unsigned)uid);
+		else if (caps_missing())
+			snprintf(single, sizeof(single), "it was started as root without %s",
+				 caps_names(caps_missing(), missing, sizeof(missing)));
+		else {
 			drop = true;
 			uid = want;
 			gid = want_gid;
-		} else if (uid != want) {
-			fprintf(stderr, "toolrund: user = %s, but toolrund runs as uid %u and "
-					"cannot switch; start it as root or as that user\n",
-				cfg->user, (unsigned)uid);
-			free(cfg);
-			return 1;
 		}
 	}
 
@@ -279,6 +292,9 @@ int main(int argc, char **argv)
 		free(cfg);
 		return 2;
 	}
+	/* Not its user: it serves itself, as a daemon without a `user` does. */
+	if (single[0] && !uid_listed(&S, uid) && S.nallowed < MAX_ALLOWED_UIDS)
+		S.allowed[S.nallowed++] = uid;
 	/* Serving only ourselves, the directory can be ours alone. */
 	bool others = S.nallowed > 1 || S.allowed[0] != uid;
 
@@ -299,10 +315,23 @@ int main(int argc, char **argv)
 	S.can_switch = caps_can_switch();
 	log_info("toolrund %s: config %s, uid %u, socket %s", TOOLRUN_VERSION, file,
 		 (unsigned)getuid(), sock.path);
-	if (!S.can_switch && others)
-		log_warn("toolrund runs as uid %u without CAP_SETUID and CAP_SETGID: it "
-			 "cannot run programs as their callers, so it serves only uid %u "
-			 "(and root, whose programs run as uid %u); start it as root with "
+	char served[48] = "root";
+	if (uid != 0)
+		snprintf(served, sizeof(served), "uid %u and root", (unsigned)uid);
+	if (single[0] && S.can_switch)
+		log_warn("user = %s, but toolrund cannot become it: %s. It stays root, and "
+			 "still runs each program as its caller", cfg->user, single);
+	else if (single[0])
+		log_warn("user = %s, but toolrund cannot become it: %s. It runs as uid %u in "
+			 "single identity: every program runs as uid %u, which can signal and "
+			 "read toolrund, and it serves only %s. To run as %s, start it as "
+			 "root with CAP_SETUID, CAP_SETGID, CAP_KILL and CAP_CHOWN "
+			 "(container/run.sh does)",
+			 cfg->user, single, (unsigned)uid, (unsigned)uid, served, cfg->user);
+	else if (!S.can_switch && others)
+		log_warn("toolrund runs as uid %u without CAP_SETUID, CAP_SETGID, CAP_KILL and "
+			 "CAP_CHOWN: it cannot run programs as their callers, so it serves only "
+			 "uid %u (and root, whose programs run as uid %u); start it as root with "
 			 "`user` set, or grant it those capabilities",
 			 (unsigned)uid, (unsigned)uid, (unsigned)uid);
 	int code = supervisor_run(&S);

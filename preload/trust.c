@@ -83,29 +83,30 @@ static bool lookup_user(const char *name, uid_t *uid)
 }
 
 /*
- * Whose the daemon is: root's, or the config's `user`'s. Only without a
- * `user` may it be the caller's own (a daemon the caller started): with
- * one, the caller's programs run as the caller, and anything the caller
- * could serve a socket from is a program's to squat.
+ * Whose the daemon is: root's, the config's `user`'s, or the caller's own.
+ * The last is a daemon the caller started, or one that could not become
+ * its `user` (started without the capabilities: single identity). A
+ * socket of the caller's own uid hands the caller's request to nobody
+ * who could not already read the caller's processes; what must never be
+ * trusted is a socket of another uid, which is how one caller's program
+ * would reach another caller's commands.
  */
 static bool expected_uid(const struct config *cfg, uid_t uid)
 {
 	uid_t user;
 
-	if (uid == 0)
+	if (uid == 0 || uid == geteuid())
 		return true;
-	if (cfg->user[0])
-		return lookup_user(cfg->user, &user) && user == uid;
-	return uid == geteuid();
+	return cfg->user[0] && lookup_user(cfg->user, &user) && user == uid;
 }
 
 /* Whom expected_uid() trusts, in words. */
 static void add_expected(struct sbuf *sb, const struct config *cfg)
 {
 	if (cfg->user[0]) {
-		sbuf_add(sb, "not root or toolrund's user (");
+		sbuf_add(sb, "not root, toolrund's user (");
 		sbuf_add(sb, cfg->user);
-		sbuf_addc(sb, ')');
+		sbuf_add(sb, ") or the caller");
 	} else {
 		sbuf_add(sb, "not root or the caller (the config sets no user)");
 	}

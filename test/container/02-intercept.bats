@@ -14,7 +14,7 @@ setup() { ct_setup; }
 ct_intercepted() {
 	local tool=$1 command=$2 before
 	before=$(ct_job_count)
-	run --separate-stderr docker exec "$CT_BOX" bash -lc "$command"
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc "$command"
 	[ "$status" -eq 0 ] || { echo "status $status: $stderr" >&2; return 1; }
 	[ -n "$output" ]
 	ct_wait_job "$before" " uid=1000 tool=$tool pid=[0-9]+ exit=0 "
@@ -22,7 +22,7 @@ ct_intercepted() {
 
 @test "02-intercept: the config lists exactly the tools this file checks" {
 	[ "$CT_TOOLS" = "cat grep find ls head tail sed awk sort uniq wc" ]
-	run docker exec "$CT_BOX" sed -n 's/^tools *= *//p' /etc/toolrun/toolrun.conf
+	run docker exec -u 1000 "$CT_BOX" sed -n 's/^tools *= *//p' /etc/toolrun/toolrun.conf
 	[ "$output" = "$CT_TOOLS" ]
 }
 
@@ -41,7 +41,7 @@ ct_intercepted() {
 @test "02-intercept: a tool started by a listed tool (find -exec cat) is intercepted too" {
 	local before
 	before=$(ct_job_count)
-	run --separate-stderr docker exec "$CT_BOX" bash -lc 'find . -name words.txt -exec cat {} \;'
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc 'find . -name words.txt -exec cat {} \;'
 	[ "$status" -eq 0 ]
 	[ "$output" = $'alpha\nbeta\ngamma\nbeta' ]
 	ct_wait_job "$before" " uid=1000 tool=find pid=[0-9]+ exit=0 "
@@ -52,7 +52,7 @@ ct_intercepted() {
 @test "02-intercept: a tool by its full path, in a pipeline and in a subshell is intercepted" {
 	local before
 	before=$(ct_job_count)
-	run --separate-stderr docker exec "$CT_BOX" bash -lc \
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc \
 		'/usr/bin/sort words.txt | (uniq -c) | wc -l'
 	[ "$status" -eq 0 ]
 	[ "$output" = 3 ]
@@ -64,7 +64,7 @@ ct_intercepted() {
 @test "02-intercept: an unlisted program is not handed to the daemon" {
 	local before
 	before=$(ct_job_count)
-	run docker exec "$CT_BOX" bash -lc 'date +%Y >/dev/null && tr a b <words.txt && env >/dev/null'
+	run docker exec -u 1000 "$CT_BOX" bash -lc 'date +%Y >/dev/null && tr a b <words.txt && env >/dev/null'
 	[ "$status" -eq 0 ]
 	# The command itself is the daemon's (an agent command), its programs not.
 	ct_no_tool_jobs_since "$before"
@@ -73,7 +73,7 @@ ct_intercepted() {
 @test "02-intercept: TOOLRUN=off leaves every tool alone, though the image preloads the library" {
 	local before
 	before=$(ct_job_count)
-	run docker exec -e TOOLRUN=off "$CT_BOX" bash -lc \
+	run docker exec -u 1000 -e TOOLRUN=off "$CT_BOX" bash -lc \
 		'cat words.txt | grep a | sort | uniq | wc -l; ls >/dev/null; echo "agent=[${TOOLRUN_AGENT_STDOUT-unset}]"'
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = 3 ]

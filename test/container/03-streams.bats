@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # Status and streams through toolrun: exit codes, stderr apart from
-# stdout, stdin piped in with `docker exec -i`, and 124 on timeout. The box
+# stdout, stdin piped in with `docker exec -u 1000 -i`, and 124 on timeout. The box
 # runs with the image's config, but a 3-second timeout.
 
 load helpers
@@ -15,49 +15,49 @@ teardown_file() { ct_teardown_file; }
 setup() { ct_setup; }
 
 @test "03-streams: exit codes of intercepted tools reach docker exec" {
-	run docker exec "$CT_BOX" bash -lc 'grep nomatch words.txt'
+	run docker exec -u 1000 "$CT_BOX" bash -lc 'grep nomatch words.txt'
 	[ "$status" -eq 1 ]
-	run docker exec "$CT_BOX" bash -lc 'ls /nonexistent'
+	run docker exec -u 1000 "$CT_BOX" bash -lc 'ls /nonexistent'
 	[ "$status" -eq 2 ]
-	run docker exec "$CT_BOX" bash -lc 'cat /nonexistent'
+	run docker exec -u 1000 "$CT_BOX" bash -lc 'cat /nonexistent'
 	[ "$status" -eq 1 ]
-	run docker exec "$CT_BOX" bash -lc 'grep -q beta words.txt'
+	run docker exec -u 1000 "$CT_BOX" bash -lc 'grep -q beta words.txt'
 	[ "$status" -eq 0 ]
 }
 
 @test "03-streams: the shell's own exit code reaches docker exec" {
-	run docker exec "$CT_BOX" bash -lc 'cat words.txt >/dev/null; exit 7'
+	run docker exec -u 1000 "$CT_BOX" bash -lc 'cat words.txt >/dev/null; exit 7'
 	[ "$status" -eq 7 ]
-	run docker exec "$CT_BOX" bash -lc 'false'
+	run docker exec -u 1000 "$CT_BOX" bash -lc 'false'
 	[ "$status" -eq 1 ]
 }
 
 @test "03-streams: the daemon reports the same exit code as the agent sees" {
 	local before
 	before=$(ct_job_count)
-	run docker exec "$CT_BOX" bash -lc 'ls /nonexistent'
+	run docker exec -u 1000 "$CT_BOX" bash -lc 'ls /nonexistent'
 	[ "$status" -eq 2 ]
 	ct_wait_job "$before" ' tool=ls .* exit=2 '
 }
 
 @test "03-streams: stderr is kept apart from stdout" {
-	run --separate-stderr docker exec "$CT_BOX" bash -lc 'cat /nonexistent'
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc 'cat /nonexistent'
 	[ "$status" -eq 1 ]
 	[ -z "$output" ]
 	[ "$stderr" = "cat: /nonexistent: No such file or directory" ]
 
-	run --separate-stderr docker exec "$CT_BOX" bash -lc \
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc \
 		'head -n 1 words.txt; ls /nonexistent; tail -n 1 words.txt'
 	[ "$status" -eq 0 ]
 	[ "$output" = $'alpha\nbeta' ]
 	[[ $stderr == "ls: cannot access '/nonexistent': No such file or directory" ]]
 }
 
-@test "03-streams: stdin piped in with docker exec -i reaches the tool" {
-	run --separate-stderr bash -c "printf 'b\na\nb\n' | docker exec -i '$CT_BOX' bash -lc 'sort'"
+@test "03-streams: stdin piped in with docker exec -u 1000 -i reaches the tool" {
+	run --separate-stderr bash -c "printf 'b\na\nb\n' | docker exec -u 1000 -i '$CT_BOX' bash -lc 'sort'"
 	[ "$status" -eq 0 ]
 	[ "$output" = $'a\nb\nb' ]
-	run --separate-stderr bash -c "printf 'b\na\nb\n' | docker exec -i '$CT_BOX' bash -lc 'sort | uniq -c'"
+	run --separate-stderr bash -c "printf 'b\na\nb\n' | docker exec -u 1000 -i '$CT_BOX' bash -lc 'sort | uniq -c'"
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = "      1 a" ]
 	[ "${lines[1]}" = "      2 b" ]
@@ -66,7 +66,7 @@ setup() { ct_setup; }
 @test "03-streams: a large stdin reaches the tool whole" {
 	local before
 	before=$(ct_job_count)
-	run --separate-stderr bash -c "head -c 3000000 /dev/zero | docker exec -i '$CT_BOX' bash -lc 'wc -c'"
+	run --separate-stderr bash -c "head -c 3000000 /dev/zero | docker exec -u 1000 -i '$CT_BOX' bash -lc 'wc -c'"
 	[ "$status" -eq 0 ]
 	[ "$output" = 3000000 ]
 	ct_wait_job "$before" ' tool=wc .* exit=0 '
@@ -76,7 +76,7 @@ setup() { ct_setup; }
 	local before
 	before=$(ct_job_count)
 	# tail -f never ends by itself: only the timeout ends it.
-	run --separate-stderr docker exec "$CT_BOX" bash -lc 'tail -f words.txt'
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc 'tail -f words.txt'
 	[ "$status" -eq 124 ]
 	[[ $stderr == *"toolrun: tail: timed out after 3 s"* ]]
 	[ "$output" = $'alpha\nbeta\ngamma\nbeta' ]
@@ -86,6 +86,6 @@ setup() { ct_setup; }
 ct_no_tail() { [ -z "$(ct_pids_named tail)" ]; }
 
 @test "03-streams: no program outlives its timeout" {
-	docker exec "$CT_BOX" bash -lc 'tail -f words.txt' >/dev/null 2>&1 || true
+	docker exec -u 1000 "$CT_BOX" bash -lc 'tail -f words.txt' >/dev/null 2>&1 || true
 	ct_wait_for "$CT_WAIT" ct_no_tail
 }

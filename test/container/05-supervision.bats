@@ -9,7 +9,7 @@ setup_file() { ct_setup_file; }
 teardown_file() { ct_teardown_file; }
 setup() { ct_setup; }
 
-ct_ping() { docker exec "$CT_BOX" toolrun ping >/dev/null 2>&1; }
+ct_ping() { docker exec -u 1000 "$CT_BOX" toolrun ping >/dev/null 2>&1; }
 
 # ct_kill_daemon: kill -9 the serving toolrund (KILLED: its pid) and wait
 # until a daemon answers again. How long that took is a comment in the
@@ -19,8 +19,10 @@ ct_kill_daemon() {
 	[ -n "$KILLED" ] || { echo "no toolrund found in the box" >&2; return 1; }
 	local start
 	start=$(ct_now)
-	# Not as an agent command: one runs under the daemon it would kill.
-	docker exec -e TOOLRUN=off "$CT_BOX" kill -9 "$KILLED"
+	# As root in the box, which holds CAP_KILL (the agent cannot: the
+	# daemon is another user's); not as an agent command, which runs under
+	# the daemon it would kill.
+	docker exec -u 0 -e TOOLRUN=off "$CT_BOX" kill -9 "$KILLED"
 	ct_wait_for "$CT_WAIT" ct_ping
 	echo "# toolrund $KILLED killed; a daemon answered after $(ct_elapsed "$start" "$(ct_now)")s" >&3
 }
@@ -39,7 +41,7 @@ ct_restart_delay() {
 }
 
 @test "05-supervision: the daemon is PID 1's child, and PID 1 is toolrun-init" {
-	run docker exec "$CT_BOX" cat /proc/1/comm
+	run docker exec -u 1000 "$CT_BOX" cat /proc/1/comm
 	[ "$output" = toolrun-init ]
 	[ -n "$(ct_daemon_pid)" ]
 }
@@ -63,7 +65,7 @@ ct_restart_delay() {
 @test "05-supervision: a daemon that exits by itself is restarted too" {
 	local pid
 	pid=$(ct_daemon_pid)
-	docker exec -e TOOLRUN=off "$CT_BOX" bash -c "kill -TERM $pid"
+	docker exec -u 0 -e TOOLRUN=off "$CT_BOX" bash -c "kill -TERM $pid"
 	ct_wait_for "$CT_WAIT" bash -c "docker logs '$CT_BOX' 2>&1 | grep -qE 'toolrund \(pid $pid\) exited with status 0(;| after)'"
 	ct_wait_for "$CT_WAIT" ct_ping
 	[ "$(ct_daemon_pid)" != "$pid" ]
@@ -74,7 +76,7 @@ ct_restart_delay() {
 	local before pid
 	pid=$(ct_daemon_pid)
 	before=$(ct_job_count)
-	run --separate-stderr docker exec "$CT_BOX" bash -lc 'cat words.txt | grep -c beta'
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc 'cat words.txt | grep -c beta'
 	[ "$status" -eq 0 ]
 	[ "$output" = 2 ]
 	# The new daemon's listener (the only one) served the job.
@@ -89,16 +91,16 @@ ct_restart_delay() {
 	# tail -f runs until killed: it is mid-flight when the daemon dies.
 	(
 		code=0
-		docker exec "$CT_BOX" bash -lc 'tail -f words.txt' >"$out" 2>"$err" || code=$?
+		docker exec -u 1000 "$CT_BOX" bash -lc 'tail -f words.txt' >"$out" 2>"$err" || code=$?
 		echo "$code" >"$rc"
 	) &
 	local client=$!
-	ct_wait_for "$CT_WAIT" bash -c "docker exec -e TOOLRUN=off '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -qx tail"
+	ct_wait_for "$CT_WAIT" bash -c "docker exec -u 1000 -e TOOLRUN=off '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -qx tail"
 	ct_kill_daemon
 	# It ends by itself (tail -f never would).
 	ct_wait_for "$CT_WAIT" test -s "$rc" || {
 		echo "# the client did not end; stderr: $(cat "$err")" >&3
-		docker exec -e TOOLRUN=off "$CT_BOX" bash -c 'for d in /proc/[0-9]*; do echo "# ${d#/proc/} $(cat $d/comm) $(cut -d" " -f3-5 $d/stat)"; done' >&3
+		docker exec -u 1000 -e TOOLRUN=off "$CT_BOX" bash -c 'for d in /proc/[0-9]*; do echo "# ${d#/proc/} $(cat $d/comm) $(cut -d" " -f3-5 $d/stat)"; done' >&3
 		ct_log | tail -n 8 | sed 's/^/# /' >&3
 		return 1
 	}
@@ -109,15 +111,15 @@ ct_restart_delay() {
 	grep -E '^toolrun: bash: lost connection to toolrund' "$err"
 	[ "$(cat "$out")" = $'alpha\nbeta\ngamma\nbeta' ]
 	# The program did not outlive its daemon.
-	ct_wait_for "$CT_WAIT" bash -c "[ -z \"\$(docker exec -e TOOLRUN=off '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -x tail)\" ]"
+	ct_wait_for "$CT_WAIT" bash -c "[ -z \"\$(docker exec -u 1000 -e TOOLRUN=off '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -x tail)\" ]"
 }
 
 @test "05-supervision: a command started while the daemon restarts waits for it and runs" {
 	KILLED=$(ct_daemon_pid)
-	docker exec -e TOOLRUN=off "$CT_BOX" bash -c "kill -9 $KILLED"
+	docker exec -u 0 -e TOOLRUN=off "$CT_BOX" bash -c "kill -9 $KILLED"
 	# The dead daemon's socket is left; the client waits (wait_daemon)
 	# for the one toolrun-init starts, instead of failing at once.
-	run --separate-stderr docker exec "$CT_BOX" bash -lc 'cat words.txt'
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc 'cat words.txt'
 	[ "$status" -eq 0 ]
 	[ "$output" = $'alpha\nbeta\ngamma\nbeta' ]
 	[ -z "$stderr" ]
@@ -140,9 +142,9 @@ ct_restart_delay() {
 	# an agent command's, whose orphans are the launcher's). Once they
 	# have ended, none may be left as a zombie: wait for that state (an
 	# unreaped orphan would stay a zombie for ever).
-	docker exec -e TOOLRUN=off "$CT_BOX" bash -c '(exec -a orphan-a sleep 0.2 &) ; (exec -a orphan-b sleep 0.3 &); exit 0'
+	docker exec -u 1000 -e TOOLRUN=off "$CT_BOX" bash -c '(exec -a orphan-a sleep 0.2 &) ; (exec -a orphan-b sleep 0.3 &); exit 0'
 	ct_no_orphans() {
-		run docker exec -e TOOLRUN=off "$CT_BOX" bash -c '
+		run docker exec -u 1000 -e TOOLRUN=off "$CT_BOX" bash -c '
 			for d in /proc/[0-9]*; do
 				read -r stat <"$d/stat" 2>/dev/null || continue
 				set -- ${stat##*) }

@@ -15,11 +15,11 @@ setup() { ct_setup; }
 	local id out="$BATS_TEST_TMPDIR/out" err="$BATS_TEST_TMPDIR/err"
 	id=$(docker inspect --format '{{.Id}}' "$CT_BOX")
 	# Busy: a command through toolrun, and one without it.
-	docker exec "$CT_BOX" bash -lc 'tail -f words.txt' >"$out" 2>"$err" &
+	docker exec -u 1000 "$CT_BOX" bash -lc 'tail -f words.txt' >"$out" 2>"$err" &
 	local c1=$!
-	docker exec "$CT_BOX" sleep 600 >/dev/null 2>&1 &
+	docker exec -u 1000 "$CT_BOX" sleep 600 >/dev/null 2>&1 &
 	local c2=$!
-	ct_wait_for "$CT_WAIT" bash -c "docker exec '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -qx tail"
+	ct_wait_for "$CT_WAIT" bash -c "docker exec -u 1000 '$CT_BOX' bash -c 'cat /proc/[0-9]*/comm' | grep -qx tail"
 
 	local start
 	start=$(ct_now)
@@ -45,8 +45,8 @@ setup() { ct_setup; }
 
 @test "06-stop: the stopped box starts again and serves" {
 	docker start "$CT_BOX" >/dev/null
-	ct_wait_for "$CT_WAIT" docker exec "$CT_BOX" toolrun ping
-	run docker exec "$CT_BOX" bash -lc 'cat words.txt | wc -l'
+	ct_wait_for "$CT_WAIT" docker exec -u 1000 "$CT_BOX" toolrun ping
+	run docker exec -u 1000 "$CT_BOX" bash -lc 'cat words.txt | wc -l'
 	[ "$output" = 4 ]
 }
 
@@ -55,7 +55,7 @@ setup() { ct_setup; }
 	name=$(ct_start wedged)
 	pid=$(ct_daemon_pid "$name")
 	[ -n "$pid" ]
-	docker exec "$name" bash -c "kill -STOP $pid"
+	docker exec -u 0 -e TOOLRUN=off "$name" bash -c "kill -STOP $pid"
 	start=$(ct_now)
 	docker stop -t 60 "$name" >/dev/null
 	echo "# docker stop of a wedged daemon took $(ct_elapsed "$start" "$(ct_now)")s" >&3

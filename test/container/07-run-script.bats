@@ -22,7 +22,15 @@ inspect() { docker inspect --format "$1" "${2:-$CT_BOX}"; }
 	[ "$(inspect '{{.HostConfig.NetworkMode}}')" = none ]
 	[ "$(inspect '{{.HostConfig.ReadonlyRootfs}}')" = true ]
 	[ "$(inspect '{{json .HostConfig.CapDrop}}')" = '["ALL"]' ]
-	[ "$(inspect '{{.Config.User}}')" = 1000:1000 ]
+	# Only what toolrund needs to run each program as its caller; PID 1
+	# starts as root to give them to it (the agent is `docker exec -u`).
+	run inspect '{{json .HostConfig.CapAdd}}'
+	[[ $output == *'"CAP_SETUID"'* || $output == *'"SETUID"'* ]]
+	[[ $output == *'"CAP_SETGID"'* || $output == *'"SETGID"'* ]]
+	[[ $output == *'"CAP_KILL"'* || $output == *'"KILL"'* ]]
+	[[ $output == *'"CAP_CHOWN"'* || $output == *'"CHOWN"'* ]]
+	[ "$(tr -cd , <<<"$output")" = ,,, ]
+	[ "$(inspect '{{.Config.User}}')" = 0:0 ]
 	[ "$(inspect '{{.Config.WorkingDir}}')" = /workspace ]
 	run inspect '{{json .HostConfig.SecurityOpt}}'
 	[[ $output == *'"no-new-privileges"'* ]]
@@ -30,7 +38,7 @@ inspect() { docker inspect --format "$1" "${2:-$CT_BOX}"; }
 	[[ $output == *'clone3'* ]]
 	run inspect '{{json .HostConfig.Tmpfs}}'
 	[[ $output == *'"/tmp":'* ]]
-	[[ $output == *'"/run/toolrun":"'*'uid=1000'*'mode=0700'* ]]
+	[[ $output == *'"/run/toolrun":"'*'uid=999'*'mode=0755'* ]]
 	run inspect '{{range .Mounts}}{{.Destination}} {{.RW}}{{end}}'
 	[ "$output" = "/workspace true" ]
 }
@@ -52,7 +60,7 @@ inspect() { docker inspect --format "$1" "${2:-$CT_BOX}"; }
 	[ "$(inspect '{{.HostConfig.PidsLimit}}' "$name")" = 64 ]
 	run inspect '{{index .HostConfig.Tmpfs "/tmp"}}' "$name"
 	[[ $output == *size=16m* ]]
-	run docker exec "$name" bash -lc 'cat /etc/hostname'
+	run docker exec -u 1000 "$name" bash -lc 'cat /etc/hostname'
 	[ "$status" -eq 0 ]
 	docker rm -f "$name" >/dev/null
 }
@@ -74,7 +82,7 @@ inspect() { docker inspect --format "$1" "${2:-$CT_BOX}"; }
 	# 60 processes at once, where 40 are allowed: the sleeps outlive the
 	# loop however slow the machine. bash gives up on a fork after 15 s of
 	# retries, and its EXIT trap ends the sleeps.
-	run docker exec "$name" bash -c 'p=(); trap "kill \${p[*]} 2>/dev/null" EXIT
+	run docker exec -u 1000 "$name" bash -c 'p=(); trap "kill \${p[*]} 2>/dev/null" EXIT
 		for i in {1..60}; do sleep 600 & p+=($!); done; wait'
 	[[ $output == *"Resource temporarily unavailable"* ]]
 	docker rm -f "$name" >/dev/null

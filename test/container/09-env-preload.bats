@@ -14,7 +14,7 @@ setup() { ct_setup; }
 @test "09-env-preload: the image's environment names the library, and it exists" {
 	run docker image inspect --format '{{json .Config.Env}}' "$CT_IMAGE"
 	[[ $output == *'"LD_PRELOAD=/opt/toolrun/lib/toolrun/libtoolrun.so"'* ]]
-	run docker exec "$CT_BOX" bash -c 'test -r "$LD_PRELOAD" && grep -c "$LD_PRELOAD" /proc/$$/maps'
+	run docker exec -u 1000 "$CT_BOX" bash -c 'test -r "$LD_PRELOAD" && grep -c "$LD_PRELOAD" /proc/$$/maps'
 	[ "$status" -eq 0 ]
 	[ "$output" -ge 1 ]
 }
@@ -22,7 +22,7 @@ setup() { ct_setup; }
 @test "09-env-preload: bash -lc is an agent command: toolrund starts it with its streams declared" {
 	# The first exec image of the shell is toolrund's (its parent is the
 	# launcher), with the declaration of the pipes toolrund gave it.
-	run --separate-stderr docker exec "$CT_BOX" bash -lc '
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc '
 		n=0
 		while IFS= read -r -d "" v; do
 			case $v in TOOLRUN_AGENT_*) n=$((n + 1)) ;; esac
@@ -35,7 +35,7 @@ setup() { ct_setup; }
 }
 
 @test "09-env-preload: the login shell's stdout and stderr are declared as they are" {
-	run --separate-stderr docker exec "$CT_BOX" bash -lc '
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc '
 		echo "$TOOLRUN_AGENT_STDOUT"; stat -L -c %d:%i /proc/$$/fd/1
 		echo "$TOOLRUN_AGENT_STDERR" >&2; stat -L -c %d:%i /proc/$$/fd/2 >&2'
 	[ "$status" -eq 0 ]
@@ -48,7 +48,7 @@ setup() { ct_setup; }
 }
 
 @test "09-env-preload: a declaration made by the caller is kept" {
-	run docker exec -e TOOLRUN_AGENT_STDOUT=1:2 -e TOOLRUN_AGENT_STDERR=3:4 "$CT_BOX" \
+	run docker exec -u 1000 -e TOOLRUN_AGENT_STDOUT=1:2 -e TOOLRUN_AGENT_STDERR=3:4 "$CT_BOX" \
 		bash -lc 'echo "$TOOLRUN_AGENT_STDOUT $TOOLRUN_AGENT_STDERR"'
 	[ "$output" = "1:2 3:4" ]
 }
@@ -60,7 +60,7 @@ setup() { ct_setup; }
 @test "09-env-preload: a shell that is not a login shell has the library too" {
 	local before
 	before=$(ct_job_count)
-	run docker exec "$CT_BOX" bash -c 'cat words.txt'
+	run docker exec -u 1000 "$CT_BOX" bash -c 'cat words.txt'
 	[ "$status" -eq 0 ]
 	[ "$output" = $'alpha\nbeta\ngamma\nbeta' ]
 	ct_wait_job "$before" ' tool=cat .* exit=0 '
@@ -69,7 +69,7 @@ setup() { ct_setup; }
 @test "09-env-preload: a login bash below a listed tool declares nothing" {
 	local before
 	before=$(ct_job_count)
-	run --separate-stderr docker exec "$CT_BOX" bash -lc \
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc \
 		'find . -name words.txt -exec bash -lc '\''
 			echo "[${TOOLRUN_AGENT_STDOUT-unset}] [${TOOLRUN_AGENT_STDERR-unset}]"
 			cat "$1" | wc -l'\'' sh {} \;'
@@ -83,7 +83,7 @@ setup() { ct_setup; }
 @test "09-env-preload: TOOLRUN=off: nothing declared, nothing handed to the daemon" {
 	local before
 	before=$(ct_job_count)
-	run --separate-stderr docker exec -e TOOLRUN=off "$CT_BOX" bash -lc \
+	run --separate-stderr docker exec -u 1000 -e TOOLRUN=off "$CT_BOX" bash -lc \
 		"echo \"[\${TOOLRUN_AGENT_STDOUT-unset}]\"; cat $CT_BIG | head -n 1; cat $CT_BIG | wc -l"
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = "[unset]" ]
@@ -92,6 +92,6 @@ setup() { ct_setup; }
 }
 
 @test "09-env-preload: TOOLRUN=off and an empty LD_PRELOAD: no library at all" {
-	run docker exec -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" bash -lc 'grep -c libtoolrun /proc/$$/maps'
+	run docker exec -u 1000 -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" bash -lc 'grep -c libtoolrun /proc/$$/maps'
 	[ "$output" = 0 ]
 }

@@ -114,7 +114,7 @@ usr/local/bin/toolrun" ]
 }
 
 @test "10-derived-image: the daemon serves and shapes what reaches the agent" {
-	ct_shaped_and_whole "$CT_BIG" 0
+	ct_shaped_and_whole "$CT_BIG" 1000
 	run docker exec "$CT_BOX" bash -lc 'ls /nonexistent'
 	[ "$status" -eq 2 ]
 }

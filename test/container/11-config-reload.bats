@@ -28,15 +28,15 @@ add_tool() {
 
 @test "11-config-reload: a tool added on the host runs through the daemon after toolrun reload" {
 	add_tool nl
-	run --separate-stderr docker exec "$CT_BOX" bash -lc 'nl words.txt'
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc 'nl words.txt'
 	[ "$status" -eq 126 ]
 	[[ "$stderr" == *"toolrun: nl: not a tool listed in /etc/toolrun/toolrun.conf as toolrund read it (at "*" UTC); if the file lists it now, run 'toolrun reload'"* ]]
-	run --separate-stderr docker exec "$CT_BOX" toolrun reload
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" toolrun reload
 	[ "$status" -eq 0 ]
 	[[ "$output" == "toolrund reloaded /etc/toolrun/toolrun.conf: "* ]]
 	local before
 	before=$(ct_job_count)
-	run --separate-stderr docker exec "$CT_BOX" bash -lc 'nl words.txt'
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc 'nl words.txt'
 	[ "$status" -eq 0 ]
 	[ "$output" = "$(printf 'alpha\nbeta\ngamma\nbeta\n' | nl)" ]
 	ct_wait_job "$before" ' tool=nl .* exit=0 '
@@ -46,11 +46,11 @@ add_tool() {
 	local good
 	good=$(cat "$CONF")
 	printf 'colour = blue\n%s\n' "$good" >"$CONF"
-	run --separate-stderr docker exec "$CT_BOX" toolrun reload
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" toolrun reload
 	[ "$status" -eq 2 ]
 	[ "$stderr" = "toolrun: /etc/toolrun/toolrun.conf:1: unknown key 'colour'" ]
 	printf '%s\n' "$good" >"$CONF"
-	run --separate-stderr docker exec "$CT_BOX" bash -lc 'cat words.txt | grep -c beta'
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc 'cat words.txt | grep -c beta'
 	[ "$status" -eq 0 ]
 	[ "$output" = 2 ]
 }

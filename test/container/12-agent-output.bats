@@ -19,7 +19,7 @@ spill_of() {
 }
 
 @test "12-agent-output: seq 1 1000000 delivers the budget and one marker" {
-	run --separate-stderr docker exec "$CT_BOX" bash -lc 'seq 1 1000000'
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc 'seq 1 1000000'
 	[ "$status" -eq 0 ]
 	[ -z "$stderr" ]
 	# The shipped budget: 4000 bytes, 200 lines, plus the marker line.
@@ -32,18 +32,18 @@ spill_of() {
 }
 
 @test "12-agent-output: the whole output is in the file the marker names" {
-	run --separate-stderr docker exec "$CT_BOX" bash -lc 'seq 1 1000000'
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc 'seq 1 1000000'
 	path=$(spill_of "$(marker_of "$output")")
 	[ -n "$path" ]
-	run docker exec "$CT_BOX" bash -lc "sed -n '500000p' $path; wc -l < $path; stat -c %a $path"
+	run docker exec -u 1000 "$CT_BOX" bash -lc "sed -n '500000p' $path; wc -l < $path; stat -c %a $path"
 	[ "${lines[0]}" = 500000 ]
 	[ "${lines[1]}" = 1000000 ]
 	[ "${lines[2]}" = 600 ]
 }
 
 @test "12-agent-output: cat of a long build log keeps the error at its end" {
-	docker exec "$CT_BOX" bash -lc 'for i in $(seq 1 3000); do echo "CC src/file$i.o"; done > build.log; echo "src/last.c:12: error: expected ;" >> build.log'
-	run --separate-stderr docker exec "$CT_BOX" bash -lc 'cat build.log'
+	docker exec -u 1000 "$CT_BOX" bash -lc 'for i in $(seq 1 3000); do echo "CC src/file$i.o"; done > build.log; echo "src/last.c:12: error: expected ;" >> build.log'
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc 'cat build.log'
 	[ "$status" -eq 0 ]
 	[ "${lines[-1]}" = "src/last.c:12: error: expected ;" ]
 	[ "${lines[0]}" = "CC src/file1.o" ]
@@ -51,15 +51,15 @@ spill_of() {
 
 @test "12-agent-output: a waiting tail survives its timeout while the build runs" {
 	# The shipped tool timeout is 30 s: the producer takes longer.
-	run --separate-stderr docker exec "$CT_BOX" bash -lc '(sleep 40; echo "BUILD FAILED") 2>&1 | tail -5'
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc '(sleep 40; echo "BUILD FAILED") 2>&1 | tail -5'
 	[ "$status" -eq 0 ]
 	[ "$output" = "BUILD FAILED" ]
 }
 
 @test "12-agent-output: binary output is one line with its SHA-256, the whole kept" {
 	local sum
-	sum=$(docker exec -e TOOLRUN=off "$CT_BOX" bash -c 'head -c 100000 /usr/bin/bash | sha256sum')
-	run --separate-stderr docker exec "$CT_BOX" bash -lc 'head -c 100000 /usr/bin/bash'
+	sum=$(docker exec -u 1000 -e TOOLRUN=off "$CT_BOX" bash -c 'head -c 100000 /usr/bin/bash | sha256sum')
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc 'head -c 100000 /usr/bin/bash'
 	[ "$status" -eq 0 ]
 	[ "${#lines[@]}" -eq 1 ]
 	[[ "$output" == "[toolrun: binary stdout, 100000 bytes, ELF, sha256 ${sum%% *}; the whole stdout is in /tmp/toolrun-output/1000/"*"-stdout.log]" ]]
@@ -73,30 +73,34 @@ spill_of() {
 	chmod 0644 "$conf"
 	grep -qx 'command_timeout = 3' "$conf"
 	box=$(ct_start timeout --config "$conf")
-	run --separate-stderr docker exec "$box" bash -lc 'echo started; sleep 600 & sleep 600; echo never'
+	run --separate-stderr docker exec -u 1000 "$box" bash -lc 'echo started; sleep 600 & sleep 600; echo never'
 	[ "$status" -eq 124 ]
 	[ "$output" = started ]
 	[ "$stderr" = "toolrun: the command timed out after 3 s (command_timeout) and was killed, with every process it started" ]
 	# Nothing of it is left (once reaped).
 	no_sleep() {
-		[ -z "$(docker exec -e TOOLRUN=off "$box" bash -c \
+		[ -z "$(docker exec -u 1000 -e TOOLRUN=off "$box" bash -c \
 			'for d in /proc/[0-9]*; do read -r c <$d/comm 2>/dev/null && [ "$c" = sleep ] && echo "$d"; done; true')" ]
 	}
 	ct_wait_for "$CT_WAIT" no_sleep
 }
 
 @test "12-agent-output: the audit log has the commands, and verify names a changed line" {
-	docker exec "$CT_BOX" bash -lc 'echo audited-command-marker'
-	run docker exec "$CT_BOX" bash -lc 'toolrun audit verify'
+	# The log is toolrund's (user toolrun, 999, mode 0600): the agent can
+	# neither read nor change it; its operator reads it as that user.
+	docker exec -u 1000 "$CT_BOX" bash -lc 'echo audited-command-marker'
+	# A later line, whose hash chains over the marker's.
+	docker exec -u 1000 "$CT_BOX" bash -lc 'true'
+	run docker exec -u 999 -e TOOLRUN=off "$CT_BOX" bash -lc 'toolrun audit verify'
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"chain intact"* ]]
-	run docker exec "$CT_BOX" bash -c 'grep -c "\"kind\":\"command\"" /run/toolrun/audit/audit.jsonl'
+	run docker exec -u 999 -e TOOLRUN=off "$CT_BOX" bash -c 'grep -c "\"kind\":\"command\"" /run/toolrun/audit/audit.jsonl'
 	[ "$output" -ge 1 ]
-	# Change one earlier line as someone hiding a command would.
-	n=$(docker exec "$CT_BOX" bash -c 'grep -n audited-command-marker /run/toolrun/audit/audit.jsonl | head -n 1 | cut -d: -f1')
+	# Change one earlier line as someone who got that user hiding a command would.
+	n=$(docker exec -u 999 -e TOOLRUN=off "$CT_BOX" bash -c 'grep -n audited-command-marker /run/toolrun/audit/audit.jsonl | head -n 1 | cut -d: -f1')
 	[ -n "$n" ]
-	docker exec "$CT_BOX" bash -c "TOOLRUN=off sed -i '${n}s/audited-command-marker/something-harmless/' /run/toolrun/audit/audit.jsonl"
-	run docker exec -e TOOLRUN=off "$CT_BOX" toolrun audit verify /run/toolrun/audit/audit.jsonl
+	docker exec -u 999 -e TOOLRUN=off "$CT_BOX" bash -c "TOOLRUN=off sed -i '${n}s/audited-command-marker/something-harmless/' /run/toolrun/audit/audit.jsonl"
+	run docker exec -u 999 -e TOOLRUN=off "$CT_BOX" toolrun audit verify /run/toolrun/audit/audit.jsonl
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"audit.jsonl:$n: changed"* ]]
 }

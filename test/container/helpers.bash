@@ -136,15 +136,15 @@ ct_teardown_file() {
 # ---------------------------------------------------------------------
 # Running things in the box
 
-# ct_sh COMMAND: the agent's way, `docker exec BOX bash -lc COMMAND`.
+# ct_sh COMMAND: the agent's way, `docker exec -u 1000 BOX bash -lc COMMAND`.
 ct_sh() {
-	docker exec "$CT_BOX" bash -lc "$1"
+	docker exec -u 1000 "$CT_BOX" bash -lc "$1"
 }
 
 # The pid of the serving toolrund (the child of PID 1 named toolrund),
 # found by scanning /proc with bash alone (no procps needed).
 ct_daemon_pid() {
-	docker exec -e TOOLRUN=off "${1:-$CT_BOX}" bash -c '
+	docker exec -u 1000 -e TOOLRUN=off "${1:-$CT_BOX}" bash -c '
 		for d in /proc/[0-9]*; do
 			read -r comm <"$d/comm" 2>/dev/null || continue
 			[ "$comm" = toolrund ] || continue
@@ -156,7 +156,7 @@ ct_daemon_pid() {
 
 # Pids of the processes named NAME in the box.
 ct_pids_named() {
-	docker exec -e TOOLRUN=off "$CT_BOX" bash -c '
+	docker exec -u 1000 -e TOOLRUN=off "$CT_BOX" bash -c '
 		for d in /proc/[0-9]*; do
 			read -r comm <"$d/comm" 2>/dev/null || continue
 			[ "$comm" = "$1" ] && echo "${d#/proc/}"
@@ -184,7 +184,7 @@ ct_log() {
 
 # The job lines: "... toolrund[N] listener info: job 7 uid=1000 tool=cat ..."
 # for a listed tool, "... job 6 uid=1000 command=bash ..." for an agent
-# command (each `docker exec BOX bash -lc ...`), logged when it ends, after
+# command (each `docker exec -u 1000 BOX bash -lc ...`), logged when it ends, after
 # the tools it ran.
 ct_job_lines() {
 	ct_log | grep -E ' toolrund\[[0-9]+\] listener info: job [0-9]+ uid=' || true
@@ -230,12 +230,12 @@ ct_markers() {
 # cat in it for UID. FILE is longer than the budget, as CT_BIG is.
 ct_shaped_and_whole() {
 	local file=$1 uid=$2 before size expected got marker path
-	size=$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" wc -c "$file")
+	size=$(docker exec -u 1000 -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" wc -c "$file")
 	size=${size%% *}
-	expected=$(docker exec -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" cat "$file" |
+	expected=$(docker exec -u 1000 -e TOOLRUN=off -e LD_PRELOAD= "$CT_BOX" cat "$file" |
 		python3 "$CT_SRC/test/differential/shape-ref.py" --spill SPILL 4000 200)
 	before=$(ct_job_count)
-	run --separate-stderr docker exec "$CT_BOX" bash -lc "cat $file"
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc "cat $file"
 	[ "$status" -eq 0 ]
 	[ -z "$stderr" ]
 	marker=$(ct_markers "$output")
@@ -246,9 +246,9 @@ ct_shaped_and_whole() {
 	[ "$got" = "$expected" ]
 	# The budget and the marker's line, nothing more.
 	[ "${#output}" -le $((4000 + ${#marker} + 1)) ]
-	run docker exec -e TOOLRUN=off "$CT_BOX" cmp "$path" "$file"
+	run docker exec -u 1000 -e TOOLRUN=off "$CT_BOX" cmp "$path" "$file"
 	[ "$status" -eq 0 ]
-	run --separate-stderr docker exec "$CT_BOX" bash -lc "cat $file | wc -c"
+	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc "cat $file | wc -c"
 	[ "$output" = "$size" ]
 	# The command is shaped as a whole; cat in it writes straight there.
 	ct_wait_job "$before" " uid=$uid command=bash .* exit=0 .* stdout=${size}B/" >/dev/null
@@ -262,7 +262,7 @@ ct_shaped_and_whole() {
 # Proved without sleeping: a marker job (head, run after the commands
 # under test) must be the only new line of its kind, and the daemon writes
 # its lines in the order the jobs end. The marker runs in a terminal
-# (docker exec -t), so that its bash is no agent command: a terminal is a
+# (docker exec -u 1000 -t), so that its bash is no agent command: a terminal is a
 # person, not an agent.
 ct_no_jobs_since() {
 	ct_only_marker_since "$1" "${2:-$CT_BOX}" ' (tool|command)='
@@ -274,7 +274,7 @@ ct_no_tool_jobs_since() {
 
 ct_only_marker_since() {
 	local before=$1 box=$2 kind=$3 new
-	docker exec -t "$box" bash -c 'head -c 0 /dev/null' >/dev/null || return 1
+	docker exec -u 1000 -t "$box" bash -c 'head -c 0 /dev/null' >/dev/null || return 1
 	CT_BOX=$box ct_wait_job "$before" ' tool=head .* exit=0 ' >/dev/null || return 1
 	new=$(CT_BOX=$box ct_new_jobs "$before" | grep -E -- "$kind")
 	if [ "$(printf '%s\n' "$new" | wc -l)" -ne 1 ]; then

@@ -62,6 +62,18 @@ program_of() {
 	[ ! -e "$TR_DIR/c2/made" ]
 }
 
+@test "01-private-cwd: a program runs in its caller's directory that toolrund's user cannot enter" {
+	mkdir -p "$TR_DIR/c1/private"
+	echo inside >"$TR_DIR/c1/private/f"
+	chown -R "$CALLER_UID:$CALLER_GID" "$TR_DIR/c1/private"
+	chmod 0700 "$TR_DIR/c1/private"
+	n=$(tr_job_count)
+	run tr_bash "cd $TR_DIR/c1/private && cat f && cat ./f | tr a-z A-Z"
+	[ "$status" -eq 0 ]
+	[ "$output" = $'inside\nINSIDE' ]
+	jobs_since "$n" | grep -q ' tool=cat '
+}
+
 @test "02-two-callers: each caller's program runs as that caller" {
 	run tr_bash "cat /proc/self/status | grep -E '^Uid:'"
 	[ "$output" = "$(printf 'Uid:\t%s\t%s\t%s\t%s' $CALLER_UID $CALLER_UID $CALLER_UID $CALLER_UID)" ]
@@ -134,31 +146,32 @@ program_of() {
 	[ "$output" = "$(cat /etc/hostname)" ]
 }
 
-@test "07-squat-trust: a socket a caller serves is not trusted when the daemon has its own user" {
-	# The caller's own directory, its own socket: what a squatter who ran
-	# as the caller would serve.
-	mkdir -p "$TR_DIR/c1/squat"
-	chown "$CALLER_UID:$CALLER_GID" "$TR_DIR/c1/squat"
+@test "07-squat-trust: a socket another caller serves is not trusted" {
+	# The second caller's directory and socket: what one caller's program
+	# would serve to catch another caller's commands.
+	mkdir -p "$TR_DIR/c2/squat"
+	chown "$CALLER2_UID:$CALLER2_GID" "$TR_DIR/c2/squat"
+	chmod 755 "$TR_DIR/c2" "$TR_DIR/c2/squat"
 	# The system's python: one under root's home is not the caller's to run.
 	local python=/usr/bin/python3
 	[ -x "$python" ] || skip "no /usr/bin/python3"
-	setpriv --reuid="$CALLER_UID" --regid="$CALLER_GID" --clear-groups "$python" -c '
-import socket, sys
+	setpriv --reuid="$CALLER2_UID" --regid="$CALLER2_GID" --clear-groups "$python" -c '
+import os, socket, sys
 s = socket.socket(socket.AF_UNIX)
-s.bind(sys.argv[1]); s.listen(4)
+s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen(4)
 print("ready", flush=True)
 c, _ = s.accept()
 print("received", len(c.recv(65536)), flush=True)
-' "$TR_DIR/c1/squat/s.sock" >"$TR_DIR/squat.out" 2>&1 &
+' "$TR_DIR/c2/squat/s.sock" >"$TR_DIR/squat.out" 2>&1 &
 	local squatter=$!
 	wait_for 60 grep -q ready "$TR_DIR/squat.out"
-	sed "s|^socket = .*|socket = $TR_DIR/c1/squat/s.sock|" "$TOOLRUN_CONFIG" >"$TR_DIR/squat.conf"
+	sed "s|^socket = .*|socket = $TR_DIR/c2/squat/s.sock|" "$TOOLRUN_CONFIG" >"$TR_DIR/squat.conf"
 	chmod 644 "$TR_DIR/squat.conf"
 	run env TOOLRUN_CONFIG="$TR_DIR/squat.conf" "$TR_BASH" 'cat /etc/hostname'
 	kill "$squatter" 2>/dev/null || true
 	wait "$squatter" || true
 	[ "$status" -eq 126 ]
-	[ "${lines[0]}" = "toolrun: refusing toolrund's socket $TR_DIR/c1/squat/s.sock: $TR_DIR/c1/squat is owned by uid $CALLER_UID, not root or toolrund's user (nobody)" ]
+	[ "${lines[0]}" = "toolrun: refusing toolrund's socket $TR_DIR/c2/squat/s.sock: $TR_DIR/c2/squat is owned by uid $CALLER2_UID, not root, toolrund's user (nobody) or the caller" ]
 	# It may have been connected to, but it never got a byte.
 	[ "$(grep -c 'received [1-9]' "$TR_DIR/squat.out")" -eq 0 ]
 }
@@ -206,7 +219,60 @@ print("received", len(c.recv(65536)), flush=True)
 	kill -TERM "$daemon"
 	wait "$daemon" || true
 	[ "$status" -eq 126 ]
-	[[ "$output" == *"toolrund runs as uid $NOBODY_UID and cannot run programs as uid $CALLER_UID (it lacks CAP_SETUID and CAP_SETGID)"* ]]
+	[[ "$output" == *"toolrund runs as uid $NOBODY_UID and cannot run programs as uid $CALLER_UID (it lacks CAP_SETUID, CAP_SETGID, CAP_KILL or CAP_CHOWN)"* ]]
 	grep -q "cannot run programs as their callers" "$dir/log"
 	[ "$mem_status" -ne 0 ]
+}
+
+# A daemon whose config names a `user` it cannot become: the caller's own
+# uid (an image run with `docker run --user 1000`), or root without the
+# capabilities (`--cap-drop=ALL`). It runs as itself, serves itself and
+# root, says why at start, and the library trusts a socket of the
+# caller's own uid.
+single_daemon() { # DIR OWNER SETPRIV-ARGS...: start it; the pid in $daemon
+	local dir=$1
+	mkdir -p "$dir"
+	chmod 755 "$dir"
+	chown "$2" "$dir"
+	shift 2
+	sed "s|^socket = .*|socket = $dir/run/s.sock|; s|^allow_uids = .*|allow_uids = root $TR_CALLER2|
+		s|^audit_log = .*|audit_log = $dir/audit.jsonl|; s|^spill_dir = .*|spill_dir =|" \
+		"$TOOLRUN_CONFIG" >"$dir/conf"
+	chmod 644 "$dir/conf"
+	setpriv "$@" "$TR_DAEMON" --config "$dir/conf" 2>"$dir/log" &
+	daemon=$!
+	wait_for 60 test -S "$dir/run/s.sock"
+}
+
+@test "11-user-fallback: started as a caller, a daemon with a user it cannot become serves that caller" {
+	local dir=$TR_DIR/c1/fallback daemon
+	single_daemon "$dir" "$CALLER_UID:$CALLER_GID" --reuid="$CALLER_UID" --regid="$CALLER_GID" --clear-groups
+	run env TOOLRUN_CONFIG="$dir/conf" "$TR_BASH" 'cat /proc/self/status | grep "^Uid:"; cat /etc/hostname'
+	local second_status second_output
+	second_output=$(env TOOLRUN_CONFIG="$dir/conf" "$TR_BASH2" 'cat /etc/hostname' 2>&1) &&
+		second_status=0 || second_status=$?
+	kill -TERM "$daemon"
+	wait "$daemon" || true
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "$(printf 'Uid:\t%s\t%s\t%s\t%s' $CALLER_UID $CALLER_UID $CALLER_UID $CALLER_UID)" ]
+	[ "${lines[1]}" = "$(cat /etc/hostname)" ]
+	grep -q "cat .*uid=$CALLER_UID\| uid=$CALLER_UID .*tool=cat" "$dir/log"
+	grep -q "warn: user = nobody, but toolrund cannot become it: it was started as uid $CALLER_UID, not as root. It runs as uid $CALLER_UID in single identity" "$dir/log"
+	# Another caller does not trust a socket of the first caller's.
+	[ "$second_status" -eq 126 ]
+	[[ "$second_output" == *"refusing toolrund's socket $dir/run/s.sock: $dir/run is owned by uid $CALLER_UID, not root, toolrund's user (nobody) or the caller"* ]]
+}
+
+@test "11-user-fallback: root without the capabilities stays root, serves root, and refuses a caller" {
+	local dir=$TR_DIR/rootless daemon
+	single_daemon "$dir" 0:0 --bounding-set=-all --inh-caps=-all
+	local caps
+	caps=$(grep '^CapPrm:' "/proc/$daemon/status")
+	run env TOOLRUN_CONFIG="$dir/conf" "$TR_BASH2" 'cat /etc/hostname'
+	kill -TERM "$daemon"
+	wait "$daemon" || true
+	[ "$caps" = "$(printf 'CapPrm:\t0000000000000000')" ]
+	[ "$status" -eq 126 ]
+	[[ "$output" == *"toolrund runs as uid 0 and cannot run programs as uid $CALLER2_UID"* ]]
+	grep -q "warn: user = nobody, but toolrund cannot become it: it was started as root without CAP_SETUID, CAP_SETGID, CAP_KILL and CAP_CHOWN. It runs as uid 0 in single identity" "$dir/log"
 }
