@@ -186,7 +186,9 @@ stop_squatter() {
 	conf=$(config_variant squat "s|^socket = .*|socket = $TR_DIR/squat/s.sock|; /^user = /d")
 	run env TOOLRUN_CONFIG="$conf" "$TR_CLI" ping
 	stop_squatter
+	# On a mismatch, the TAP output shows what the client said.
+	printf '# %s\n' "${lines[@]}" >&3
 	[ "$status" -eq 1 ]
-	[ "$output" = "$(refusal "$TR_DIR/squat/s.sock" "it is served by uid $NOBODY_UID, not root or the caller (the config sets no user)")" ]
+	[ "${lines[0]}" = "$(refusal "$TR_DIR/squat/s.sock" "it is served by uid $NOBODY_UID, not root or the caller (the config sets no user)")" ]
 	[ "$(tail -1 "$TR_DIR/squat.out")" = "received 0" ]
 }
