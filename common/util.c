@@ -71,6 +71,14 @@ const char *path_base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+int uid_index(const uid_t *uids, unsigned n, uid_t uid)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (uids[i] == uid)
+			return (int)i;
+	return -1;
+}
+
 DIR *dir_open_at(int dirfd, const char *path, int flags)
 {
 	int fd = path[0] ? openat(dirfd, path, flags | O_DIRECTORY | O_CLOEXEC)

@@ -88,6 +88,9 @@ DIR *dir_open_at(int dirfd, const char *path, int flags);
 
 /* The last component of a path ("cat" of "/usr/bin/cat"). */
 const char *path_base_name(const char *path);
+
+/* Where uid is in uids[0..n), or -1 (allow_uids: who is served). */
+int uid_index(const uid_t *uids, unsigned n, uid_t uid);
 uint64_t monotonic_us(void);
 
 #endif

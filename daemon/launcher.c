@@ -133,10 +133,7 @@ static char **strings(ProtobufCBinaryData *v, size_t n)
 static void plan_identity(const struct launcher *L, const Toolrun__Launcher__Spawn *s,
 			  struct launch_plan *plan)
 {
-	bool served = false;
-	for (unsigned i = 0; i < L->callers.nallowed; i++)
-		served |= L->callers.allowed[i] == (uid_t)s->uid;
-	if (!served)
+	if (uid_index(L->callers.allowed, L->callers.nallowed, (uid_t)s->uid) < 0)
 		fatal("order to run a program as a uid not in allow_uids", EPROTO);
 	_Static_assert(sizeof(gid_t) == sizeof(uint32_t), "groups are 32-bit gids");
 	plan->switch_identity = true;

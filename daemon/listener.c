@@ -439,15 +439,6 @@ static void on_conn(struct event_loop *loop, uint32_t events, void *data)
 	}
 }
 
-/* The uid's index in L->allowed, or -1 if it is not served. */
-static int uid_slot(const struct listener *L, uid_t uid)
-{
-	for (unsigned i = 0; i < L->nallowed; i++)
-		if (L->allowed[i] == uid)
-			return (int)i;
-	return -1;
-}
-
 /* The uid's connection that has waited longest for its Request. */
 static struct conn *oldest_waiting(struct listener *L, int slot)
 {
@@ -478,7 +469,7 @@ static void conn_admit(struct listener *L, struct conn *c)
 			    "too many connections (the limit is %d)", MAX_CONNECTIONS);
 		return;
 	}
-	int slot = uid_slot(L, c->uid);
+	int slot = uid_index(L->allowed, L->nallowed, c->uid);
 	if (slot < 0) {
 		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_NOT_ALLOWED,
 			    "uid %u is not served by this toolrund (it serves uid %u%s)",

@@ -98,14 +98,6 @@ static int resolve_allowed(struct supervisor *S, const struct config *cfg, uid_t
 	return 0;
 }
 
-static bool uid_listed(const struct supervisor *S, uid_t uid)
-{
-	for (unsigned i = 0; i < S->nallowed; i++)
-		if (S->allowed[i] == uid)
-			return true;
-	return false;
-}
-
 /*
  * Become the configured user for good: groups, gid, then uid. What root
  * had of CAPS_KEPT stays permitted (never effective here): the launcher
@@ -266,7 +258,8 @@ int main(int argc, char **argv)
 	if (cfg->user[0]) {
 		uid_t want;
 		gid_t want_gid;
-		char missing[96];
+		char names[96];
+		uint64_t missing = caps_missing();
 		/* An image's config serves images without that account too
 		 * (toolrun added to any image): there is no one to become. */
 		if (!find_user(cfg->user, &want, &want_gid, &user_name))
@@ -277,9 +270,9 @@ int main(int argc, char **argv)
 		else if (uid != 0)
 			snprintf(single, sizeof(single), "it was started as uid %u, not as root",
 				 (unsigned)uid);
-		else if (caps_missing())
+		else if (missing)
 			snprintf(single, sizeof(single), "it was started as root without %s",
-				 caps_names(caps_missing(), missing, sizeof(missing)));
+				 caps_names(missing, names, sizeof(names)));
 		else {
 			drop = true;
 			uid = want;
@@ -293,7 +286,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	/* Not its user: it serves itself, as a daemon without a `user` does. */
-	if (single[0] && !uid_listed(&S, uid) && S.nallowed < MAX_ALLOWED_UIDS)
+	if (single[0] && uid_index(S.allowed, S.nallowed, uid) < 0 &&
+	    S.nallowed < MAX_ALLOWED_UIDS)
 		S.allowed[S.nallowed++] = uid;
 	/* Serving only ourselves, the directory can be ours alone. */
 	bool others = S.nallowed > 1 || S.allowed[0] != uid;
