@@ -276,3 +276,22 @@ single_daemon() { # DIR OWNER SETPRIV-ARGS...: start it; the pid in $daemon
 	[[ "$output" == *"toolrund runs as uid 0 and cannot run programs as uid $CALLER2_UID"* ]]
 	grep -q "warn: user = nobody, but toolrund cannot become it: it was started as root without CAP_SETUID, CAP_SETGID, CAP_KILL and CAP_CHOWN. It runs as uid 0 in single identity" "$dir/log"
 }
+
+@test "11-user-fallback: a user that no account names leaves root as it is, still switching to each caller" {
+	local dir=$TR_DIR/nouser daemon
+	mkdir -p "$dir"
+	chmod 755 "$dir"
+	sed "s|^socket = .*|socket = $dir/run/s.sock|; s|^allow_uids = .*|allow_uids = root $TR_CALLER2|
+		s|^audit_log = .*|audit_log = $dir/audit.jsonl|; s|^spill_dir = .*|spill_dir =|
+		s|^user = .*|user = toolrun-t-no-such-user|" "$TOOLRUN_CONFIG" >"$dir/conf"
+	chmod 644 "$dir/conf"
+	"$TR_DAEMON" --config "$dir/conf" 2>"$dir/log" &
+	daemon=$!
+	wait_for 60 test -S "$dir/run/s.sock"
+	run env TOOLRUN_CONFIG="$dir/conf" "$TR_BASH2" 'cat /proc/self/status | grep "^Uid:"'
+	kill -TERM "$daemon"
+	wait "$daemon" || true
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'Uid:\t%s\t%s\t%s\t%s' $CALLER2_UID $CALLER2_UID $CALLER2_UID $CALLER2_UID)" ]
+	grep -q "warn: user = toolrun-t-no-such-user, but toolrund cannot become it: no user toolrun-t-no-such-user exists here (/etc/passwd). It stays root, and still runs each program as its caller" "$dir/log"
+}
