@@ -7,6 +7,8 @@
  *   toolrun run PROGRAM [ARGS...]    run a program through the daemon
  *   toolrun audit verify [FILE...]   check the audit log's hash chain
  *                                    (exit 0 intact, 1 broken, 2 unreadable)
+ *   toolrun session VERB ...         persistent shells hosted by toolrund
+ *                                    (session.c)
  *
  * `run` sends PROGRAM as it is (no PATH search, no local checks): what
  * the daemon answers is what you see, including its refusals. The config
@@ -25,6 +27,7 @@
 #include "config.h"
 #include "connect.h"
 #include "frame.h"
+#include "session.h"
 #include "sink.h"
 #include "toolrun.pb-c.h"
 #include "util.h"
@@ -37,6 +40,7 @@ static int usage(FILE *out, int code)
 		     "       toolrun reload\n"
 		     "       toolrun run PROGRAM [ARGS...]\n"
 		     "       toolrun audit verify [FILE...]\n"
+		     "       toolrun session new|run|read|write|interrupt|close|list ...\n"
 		     "\n"
 		     "audit verify checks the audit log's hash chain: with one FILE, FILE and\n"
 		     "its rotated files (FILE.N ... FILE.1) as one chain, oldest first; with\n"
@@ -128,7 +132,7 @@ static Toolrun__ServerMessage *ask(const struct config *cfg, Toolrun__ClientMess
 	}
 	Toolrun__Hello h = TOOLRUN__HELLO__INIT;
 	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
-	h.protocol_version = TOOLRUN__VERSION__VERSION_CURRENT;
+	h.protocol_version = TOOLRUN__VERSION__VERSION_1;
 	h.software = (char *)"toolrun " TOOLRUN_VERSION;
 	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
 	m.hello = &h;
@@ -349,5 +353,7 @@ int main(int argc, char **argv)
 		return reload(cfg);
 	if (strcmp(argv[1], "run") == 0 && argc >= 3)
 		return run(cfg, argv + 2);
+	if (strcmp(argv[1], "session") == 0)
+		return session_main(cfg, argc - 2, argv + 2);
 	return usage(stderr, 2);
 }

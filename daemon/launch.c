@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -329,6 +330,10 @@ static NORETURN void launch_child(const struct launch_plan *plan, int status_fd)
 	}
 	if (arrange_fds(plan, &status_fd, &cwd_fd) < 0)
 		fail(status_fd, LAUNCH_STEP_FDS);
+	/* A TTY session's bash: its terminal, at fd 0, becomes the new
+	 * session's controlling terminal, so that Ctrl-C reaches it. */
+	if (plan->controlling_tty && ioctl(0, TIOCSCTTY, 0) < 0)
+		fail(status_fd, LAUNCH_STEP_SESSION);
 	umask(plan->has_state ? plan->umask : 022);
 	if (plan->has_state) {
 		apply_scheduling(plan);

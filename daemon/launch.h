@@ -108,6 +108,9 @@ struct launch_plan {
 	 * runs (execcheck.h). NULL: path is executed as it is (an agent
 	 * command; a name listed with trusted_dirs empty). */
 	const struct exec_expect *expect;
+	/* fd 0 is a terminal that becomes the controlling one (a TTY
+	 * session's bash). */
+	bool controlling_tty;
 };
 
 struct launch_limit {

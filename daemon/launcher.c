@@ -6,6 +6,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/fsuid.h>
@@ -70,7 +72,7 @@ static NORETURN void fatal(const char *what, int err)
 	_exit(1);
 }
 
-/* Send one message, with fds attached (nfds of them, 0 or 1 here). */
+/* Send one message, with fds attached (nfds of them, at most 2). */
 static void send_msg(struct launcher *L, const Toolrun__Launcher__FromLauncher *msg,
 		     const int *fds, unsigned nfds)
 {
@@ -199,6 +201,7 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 		.limits = limits,
 		.filters = &L->filters,
 		.network = s->network,
+		.controlling_tty = s->controlling_tty,
 	};
 	if (s->state) {
 		const Toolrun__ProcessState *st = s->state;
@@ -427,6 +430,83 @@ static void open_spill(struct launcher *L, const Toolrun__Launcher__OpenSpill *o
 	send_msg(L, &m, &fd, fd >= 0 ? 1 : 0);
 }
 
+/* A terminal for a TTY session, opened as its caller: devpts gives the
+ * slave to the opener's file system ids. */
+static int pty_open_as(const struct launcher *L, uid_t uid, gid_t gid, int *slave)
+{
+	struct fs_ids was = {0};
+	struct winsize size = {.ws_row = 50, .ws_col = 200};
+
+	if (L->callers.can_switch)
+		was = caps_fs_as(uid, gid);
+	int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	int err = master < 0 ? errno : 0;
+	if (L->callers.can_switch)
+		caps_fs_as(was.uid, was.gid);
+	if (master < 0)
+		return -err;
+	int unlock = 0;
+	if (ioctl(master, TIOCSPTLCK, &unlock) < 0 || ioctl(master, TIOCSWINSZ, &size) < 0) {
+		err = errno;
+		close(master);
+		return -err;
+	}
+	*slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (*slave < 0) {
+		char name[64];
+		if (ptsname_r(master, name, sizeof(name)) == 0)
+			*slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	}
+	if (*slave < 0) {
+		err = errno;
+		close(master);
+		return -err;
+	}
+	return master;
+}
+
+static void open_pty(struct launcher *L, const Toolrun__Launcher__OpenPty *o)
+{
+	Toolrun__Launcher__PtyOpened p = TOOLRUN__LAUNCHER__PTY_OPENED__INIT;
+	Toolrun__Launcher__FromLauncher m = TOOLRUN__LAUNCHER__FROM_LAUNCHER__INIT;
+	int fds[2] = {-1, -1};
+
+	fds[0] = pty_open_as(L, (uid_t)o->uid, (gid_t)o->gid, &fds[1]);
+	p.job = o->job;
+	p.error = fds[0] < 0 ? -fds[0] : 0;
+	m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_PTY_OPENED;
+	m.pty_opened = &p;
+	send_msg(L, &m, fds, fds[0] < 0 ? 0 : 2);
+	if (fds[0] >= 0) {
+		close(fds[0]);
+		close(fds[1]);
+	}
+}
+
+static void check_waiting(struct launcher *L, const Toolrun__Launcher__CheckWaiting *c)
+{
+	Toolrun__Launcher__WaitingState w = TOOLRUN__LAUNCHER__WAITING_STATE__INIT;
+	Toolrun__Launcher__FromLauncher m = TOOLRUN__LAUNCHER__FROM_LAUNCHER__INIT;
+	const struct launched *j = *find(L, c->job);
+
+	w.job = c->job;
+	w.unknown = true;
+	if (j && !j->exited) {
+		/* As the caller, as check_input looks (ptrace's rules). */
+		struct fs_ids was = {0};
+		if (L->callers.can_switch)
+			was = caps_fs_as(j->uid, j->gid);
+		int r = proctree_session_waiting(j->pid, (dev_t)c->input_dev, (ino_t)c->input_ino);
+		if (L->callers.can_switch)
+			caps_fs_as(was.uid, was.gid);
+		w.waiting = r > 0;
+		w.unknown = r < 0;
+	}
+	m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_WAITING_STATE;
+	m.waiting_state = &w;
+	send_msg(L, &m, NULL, 0);
+}
+
 static void dispatch(struct launcher *L, const Toolrun__Launcher__ToLauncher *m)
 {
 	switch (m->msg_case) {
@@ -448,6 +528,12 @@ static void dispatch(struct launcher *L, const Toolrun__Launcher__ToLauncher *m)
 		return;
 	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_OPEN_SPILL:
 		open_spill(L, m->open_spill);
+		return;
+	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_OPEN_PTY:
+		open_pty(L, m->open_pty);
+		return;
+	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_CHECK_WAITING:
+		check_waiting(L, m->check_waiting);
 		return;
 	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG__NOT_SET:
 	default:

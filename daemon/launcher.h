@@ -2,16 +2,19 @@
  * The launcher: toolrund's process that forks and executes programs.
  *
  * Peers:
- *   listener  ─ Spawn, Kill, Release, CheckInput, OpenSpill, Audit ─►  launcher
- *   listener  ◄─ Spawned, Exited, InputState, SpillOpened(+fd), AuditLogAt ─  launcher
+ *   listener  ─ Spawn, Kill, Release, CheckInput, OpenSpill, Audit,
+ *               OpenPty, CheckWaiting ─►  launcher
+ *   listener  ◄─ Spawned, Exited, InputState, SpillOpened(+fd), AuditLogAt,
+ *               PtyOpened(+2 fds), WaitingState ─  launcher
  *
  * It is forked before the listener starts serving and does nothing on
  * its own initiative: it executes validated orders, reports how each
  * program ended, and kills what is left of a job's process group (of an
  * agent command's whole session). It is the subreaper of everything it
  * starts. It answers what the listener may not look up itself: whether a
- * job's stdin still has a writer (/proc), and a new spill file (spill.h),
- * whose fd it hands over. When the listener goes away it kills every
+ * job's stdin still has a writer (/proc), whether a session's command is
+ * blocked reading its input, a new spill file (spill.h) and a session's
+ * terminal, whose fds it hands over. When the listener goes away it kills every
  * process group it started and exits.
  */
 #ifndef TOOLRUN_LAUNCHER_H

@@ -253,14 +253,14 @@ static void conn_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m
 				    "the first message must be Hello");
 			return;
 		}
-		if (m->hello->protocol_version != TOOLRUN__VERSION__VERSION_CURRENT) {
+		if (m->hello->protocol_version != TOOLRUN__VERSION__VERSION_1) {
 			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_UNSUPPORTED_VERSION,
 				    "protocol version %u is not supported (this daemon speaks %d)",
 				    m->hello->protocol_version,
-				    TOOLRUN__VERSION__VERSION_CURRENT);
+				    TOOLRUN__VERSION__VERSION_1);
 			return;
 		}
-		reply_hello(&c->out);
+		reply_hello(&c->out, TOOLRUN__VERSION__VERSION_1);
 		c->state = CONN_REQUEST;
 		c->reader.max_payload = MAX_REQUEST_FRAME;
 		conn_flush(c);

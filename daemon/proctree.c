@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -203,4 +205,127 @@ bool proctree_pipe_has_writer(dev_t dev, ino_t ino, pid_t exclude_sid)
 	closedir(d);
 	close(proc);
 	return found;
+}
+
+/* ------------------------------------------------------------------ */
+/* Is a session waiting for input?                                     */
+
+/* Whether process pid's descriptor fd is the file (dev, ino). */
+static bool fd_is(int proc, pid_t pid, unsigned long fd, dev_t dev, ino_t ino)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%d/fd/%lu", (int)pid, fd);
+	return fstatat(proc, path, &st, 0) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+/* Read len bytes of process pid's memory at addr. */
+static bool read_memory(int proc, pid_t pid, unsigned long addr, void *buf, size_t len)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "%d/mem", (int)pid);
+	int fd = openat(proc, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = pread(fd, buf, len, (off_t)addr);
+	close(fd);
+	return n == (ssize_t)len;
+}
+
+/* poll()/ppoll() on (fds, nfds): is the input among those it waits to read? */
+static bool polls_input(int proc, pid_t pid, unsigned long fds, unsigned long nfds,
+			dev_t dev, ino_t ino)
+{
+	struct {
+		int fd;
+		short events, revents;
+	} p[64];
+
+	nfds = MIN(nfds, ARRAY_SIZE(p));
+	if (nfds == 0 || !read_memory(proc, pid, fds, p, nfds * sizeof(p[0])))
+		return false;
+	for (unsigned long i = 0; i < nfds; i++)
+		if (p[i].fd >= 0 && (p[i].events & 1 /* POLLIN */) &&
+		    fd_is(proc, pid, (unsigned long)p[i].fd, dev, ino))
+			return true;
+	return false;
+}
+
+/* select()/pselect6() with (nfds, readfds): is the input among them? */
+static bool selects_input(int proc, pid_t pid, unsigned long nfds, unsigned long set,
+			  dev_t dev, ino_t ino)
+{
+	uint8_t bits[128];
+
+	nfds = MIN(nfds, 8 * sizeof(bits));
+	if (nfds == 0 || set == 0 || !read_memory(proc, pid, set, bits, (nfds + 7) / 8))
+		return false;
+	for (unsigned long fd = 0; fd < nfds; fd++)
+		if ((bits[fd / 8] >> (fd % 8) & 1) && fd_is(proc, pid, fd, dev, ino))
+			return true;
+	return false;
+}
+
+/*
+ * What process pid is blocked in, from /proc/PID/syscall ("NR arg0 arg1
+ * ... sp pc", or "running"): 1 if it waits to read the input, 0 if not,
+ * -errno if the kernel does not let us look.
+ */
+static int reads_input(int proc, pid_t pid, dev_t dev, ino_t ino)
+{
+	char path[32], line[512];
+	long nr;
+	unsigned long a[6];
+
+	snprintf(path, sizeof(path), "%d/syscall", (int)pid);
+	ssize_t n = read_small(proc, path, line, sizeof(line));
+	if (n < 0)
+		return (int)n;
+	if (sscanf(line, "%ld %lx %lx %lx %lx %lx %lx", &nr, &a[0], &a[1], &a[2], &a[3],
+		   &a[4], &a[5]) != 7)
+		return 0; /* "running", or a kernel without the file's format */
+	if (nr == SYS_read || nr == SYS_readv || nr == SYS_pread64 || nr == SYS_preadv)
+		return fd_is(proc, pid, a[0], dev, ino);
+	if (nr == SYS_ppoll)
+		return polls_input(proc, pid, a[0], a[1], dev, ino);
+	if (nr == SYS_pselect6)
+		return selects_input(proc, pid, a[0], a[1], dev, ino);
+#ifdef SYS_poll
+	if (nr == SYS_poll)
+		return polls_input(proc, pid, a[0], a[1], dev, ino);
+#endif
+#ifdef SYS_select
+	if (nr == SYS_select)
+		return selects_input(proc, pid, a[0], a[1], dev, ino);
+#endif
+	return 0;
+}
+
+int proctree_session_waiting(pid_t sid, dev_t dev, ino_t ino)
+{
+	int proc;
+	DIR *d = open_proc(&proc);
+	if (!d)
+		return -errno;
+
+	int found = 0, denied = 0;
+	struct dirent *e;
+	while (found == 0 && (e = readdir(d))) {
+		struct stat_line st;
+		pid_t pid = entry_pid(e->d_name);
+		if (pid == 0 || read_stat(proc, pid, &st) < 0 || st.session != sid)
+			continue;
+		if (st.state != 'S')
+			continue; /* running, stopped, dead: not waiting to read */
+		int r = reads_input(proc, pid, dev, ino);
+		if (r < 0)
+			denied = r;
+		else
+			found = r;
+	}
+	closedir(d);
+	close(proc);
+	return found ? 1 : denied;
 }

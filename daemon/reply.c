@@ -5,12 +5,12 @@ static int push(struct outq *q, Toolrun__ServerMessage *m)
 	return outq_push(q, &m->base, NULL, 0);
 }
 
-int reply_hello(struct outq *q)
+int reply_hello(struct outq *q, uint32_t version)
 {
 	Toolrun__Hello h = TOOLRUN__HELLO__INIT;
 	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
 
-	h.protocol_version = TOOLRUN__VERSION__VERSION_CURRENT;
+	h.protocol_version = version;
 	h.software = (char *)"toolrund " TOOLRUN_VERSION;
 	m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_HELLO;
 	m.hello = &h;
@@ -68,31 +68,48 @@ static void fill_stats(Toolrun__StreamStats *s, const struct exit_report *r, int
 	s->spill_partial = r->spill_partial[i];
 }
 
+void reply_fill_exit(Toolrun__Exit *e, Toolrun__StreamStats *out, Toolrun__StreamStats *err,
+		     const struct exit_report *r)
+{
+	toolrun__exit__init(e);
+	toolrun__stream_stats__init(out);
+	toolrun__stream_stats__init(err);
+	if (r->signaled) {
+		e->status_case = TOOLRUN__EXIT__STATUS_SIGNAL;
+		e->signal = r->signal;
+		e->core_dumped = r->core_dumped;
+	} else {
+		e->status_case = TOOLRUN__EXIT__STATUS_CODE;
+		e->code = r->code;
+	}
+	e->timed_out = r->timed_out;
+	fill_stats(out, r, 0);
+	fill_stats(err, r, 1);
+	e->stdout_stats = out;
+	e->stderr_stats = err;
+	e->duration_us = r->duration_us;
+	e->exec_errno = r->exec_errno;
+	e->reason = (char *)(r->reason ? r->reason : "");
+}
+
 int reply_exit(struct outq *q, const struct exit_report *r)
 {
-	Toolrun__Exit e = TOOLRUN__EXIT__INIT;
-	Toolrun__StreamStats out = TOOLRUN__STREAM_STATS__INIT;
-	Toolrun__StreamStats err = TOOLRUN__STREAM_STATS__INIT;
+	Toolrun__Exit e;
+	Toolrun__StreamStats out, err;
 	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
 
-	if (r->signaled) {
-		e.status_case = TOOLRUN__EXIT__STATUS_SIGNAL;
-		e.signal = r->signal;
-		e.core_dumped = r->core_dumped;
-	} else {
-		e.status_case = TOOLRUN__EXIT__STATUS_CODE;
-		e.code = r->code;
-	}
-	e.timed_out = r->timed_out;
-	fill_stats(&out, r, 0);
-	fill_stats(&err, r, 1);
-	e.stdout_stats = &out;
-	e.stderr_stats = &err;
-	e.duration_us = r->duration_us;
-	e.exec_errno = r->exec_errno;
-	e.reason = (char *)(r->reason ? r->reason : "");
+	reply_fill_exit(&e, &out, &err, r);
 	m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_EXIT;
 	m.exit = &e;
+	return push(q, &m);
+}
+
+int reply_session(struct outq *q, const Toolrun__SessionReply *r)
+{
+	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
+
+	m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_SESSION_REPLY;
+	m.session_reply = (Toolrun__SessionReply *)r;
 	return push(q, &m);
 }
 

@@ -487,7 +487,7 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 	Toolrun__Limit *limit_ptrs[RLIM_NLIMITS];
 	uint8_t affinity[sizeof(cpu_set_t)];
 
-	hello.protocol_version = TOOLRUN__VERSION__VERSION_CURRENT;
+	hello.protocol_version = TOOLRUN__VERSION__VERSION_1;
 	hello.software = (char *)call->software;
 	hmsg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
 	hmsg.hello = &hello;
@@ -763,7 +763,7 @@ static int ping_daemon(const struct client *cl)
 	char why[256];
 	const char *where;
 
-	hello.protocol_version = TOOLRUN__VERSION__VERSION_CURRENT;
+	hello.protocol_version = TOOLRUN__VERSION__VERSION_1;
 	hello.software = (char *)cl->call->software;
 	hmsg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
 	hmsg.hello = &hello;
@@ -858,7 +858,7 @@ static bool on_message(struct client *cl, const Toolrun__ServerMessage *m)
 	case TOOLRUN__SERVER_MESSAGE__MSG_HELLO:
 		if (cl->got_hello)
 			goto unexpected;
-		if (m->hello->protocol_version != TOOLRUN__VERSION__VERSION_CURRENT) {
+		if (m->hello->protocol_version != TOOLRUN__VERSION__VERSION_1) {
 			char v[24];
 			fmt_u64(v, m->hello->protocol_version);
 			unreachable(cl, EPROTO, "toolrund speaks another protocol version", v);

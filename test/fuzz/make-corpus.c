@@ -73,7 +73,7 @@ static void add_hello(void)
 {
 	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
 	Toolrun__Hello hello = TOOLRUN__HELLO__INIT;
-	hello.protocol_version = TOOLRUN__VERSION__VERSION_CURRENT;
+	hello.protocol_version = TOOLRUN__VERSION__VERSION_1;
 	hello.software = "libtoolrun 0.1.0";
 	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
 	m.hello = &hello;

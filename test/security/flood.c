@@ -126,7 +126,7 @@ static void send_message(int fd, Toolrun__ClientMessage *m, const int *fds, unsi
 
 static void send_hello(int fd)
 {
-	if (rawclient_hello(fd, TOOLRUN__VERSION__VERSION_CURRENT, "flood") < 0)
+	if (rawclient_hello(fd, TOOLRUN__VERSION__VERSION_1, "flood") < 0)
 		die("send");
 }
 

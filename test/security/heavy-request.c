@@ -65,7 +65,7 @@ static void send_message(int sock, Toolrun__ClientMessage *m, const int *fds, un
 
 static void send_hello(int sock)
 {
-	if (rawclient_hello(sock, TOOLRUN__VERSION__VERSION_CURRENT, "heavy-request") < 0)
+	if (rawclient_hello(sock, TOOLRUN__VERSION__VERSION_1, "heavy-request") < 0)
 		die("send");
 }
 

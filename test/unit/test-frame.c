@@ -302,7 +302,7 @@ static void test_frame_pack_writes_header_and_message(void **state)
 	(void)state;
 	Toolrun__Hello hello = TOOLRUN__HELLO__INIT;
 	Toolrun__ClientMessage msg = TOOLRUN__CLIENT_MESSAGE__INIT;
-	hello.protocol_version = TOOLRUN__VERSION__VERSION_CURRENT;
+	hello.protocol_version = TOOLRUN__VERSION__VERSION_1;
 	hello.software = "test-frame";
 	msg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
 	msg.hello = &hello;

@@ -1,0 +1,655 @@
+/*
+ * toolrun session: persistent shells hosted by toolrund, from the command
+ * line (protocol version 2: SessionCall, SessionReply).
+ *
+ *   new [--tty] [--cwd DIR] [--env NAME=VALUE]...   start one; prints its id
+ *   run ID [--timeout S] -- COMMAND...              run a command in it
+ *   read ID [--timeout S]                           more of the running command
+ *   write ID [-n] [--eof] [--timeout S] [TEXT]      input for the running command
+ *   interrupt ID [--timeout S]                      Ctrl-C for it
+ *   close ID                                        end the session
+ *   list                                            the caller's sessions
+ *
+ * Every one takes --json: one JSON object on stdout, whose fields
+ * docs/sessions.md lists. Without it, a command's stdout and stderr go to
+ * ours, and a line on stderr says what to do while it still runs.
+ *
+ * Exit status: the command's when it finished (128+N for signal N), 124
+ * while it still runs or waits for input, 125 when toolrund refused the
+ * call or cannot be reached, 2 for a usage error, 0 otherwise.
+ */
+#include "session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "connect.h"
+#include "frame.h"
+#include "jsontext.h"
+#include "toolrun.pb-c.h"
+#include "util.h"
+
+extern char **environ;
+
+#define EXIT_STILL_RUNNING 124
+#define EXIT_REFUSED 125
+#define EXIT_USAGE 2
+/* The longest wait a call may ask for (toolrun.proto). */
+#define MAX_TIMEOUT_MS 3600000u
+/* How long toolrund may take past the call's own wait. */
+#define ANSWER_GRACE_S 10
+
+struct session_args {
+	const char *verb;
+	const char *id;
+	bool json;
+	bool tty;
+	bool eof;
+	bool no_newline;
+	bool has_timeout;
+	uint32_t timeout_ms;
+	const char *cwd;
+	char **env;          /* --env entries */
+	unsigned nenv;
+	char **rest;         /* what follows the options */
+	int nrest;
+};
+
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "toolrun session: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nusage: toolrun session new [--tty] [--cwd DIR] [--env NAME=VALUE]...\n"
+			"       toolrun session run ID [--timeout S] -- COMMAND...\n"
+			"       toolrun session read ID [--timeout S]\n"
+			"       toolrun session write ID [-n] [--eof] [--timeout S] [TEXT]\n"
+			"       toolrun session interrupt ID [--timeout S]\n"
+			"       toolrun session close ID\n"
+			"       toolrun session list\n"
+			"each with --json for one JSON object on stdout (docs/sessions.md)\n");
+	return EXIT_USAGE;
+}
+
+/* "1.5" seconds as milliseconds, within the protocol's limit. */
+static bool parse_seconds(const char *s, uint32_t *ms)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0) || v * 1000 > MAX_TIMEOUT_MS)
+		return false;
+	*ms = (uint32_t)(v * 1000 + 0.5);
+	return true;
+}
+
+static bool verb_takes_id(const char *verb)
+{
+	return strcmp(verb, "new") != 0 && strcmp(verb, "list") != 0;
+}
+
+/* Options may come in any order before "--" (run) or the TEXT (write). */
+static int parse_args(int argc, char **argv, struct session_args *a)
+{
+	a->verb = argv[0];
+	a->env = calloc((size_t)argc, sizeof(char *));
+	if (!a->env)
+		return usage_error("%s", "out of memory");
+	int i = 1;
+	for (; i < argc; i++) {
+		const char *o = argv[i];
+		bool has_value = i + 1 < argc;
+		if (strcmp(o, "--") == 0) {
+			i++;
+			break;
+		} else if (strcmp(o, "--json") == 0) {
+			a->json = true;
+		} else if (strcmp(o, "--tty") == 0) {
+			a->tty = true;
+		} else if (strcmp(o, "--eof") == 0) {
+			a->eof = true;
+		} else if (strcmp(o, "-n") == 0) {
+			a->no_newline = true;
+		} else if (strcmp(o, "--timeout") == 0 && has_value) {
+			if (!parse_seconds(argv[++i], &a->timeout_ms))
+				return usage_error("--timeout %s: not a number of seconds from 0 to 3600",
+						   argv[i]);
+			a->has_timeout = true;
+		} else if (strcmp(o, "--cwd") == 0 && has_value) {
+			a->cwd = argv[++i];
+		} else if (strcmp(o, "--env") == 0 && has_value) {
+			if (!strchr(argv[++i], '=') || argv[i][0] == '=')
+				return usage_error("--env %s: not NAME=VALUE", argv[i]);
+			a->env[a->nenv++] = argv[i];
+		} else if (o[0] == '-' && o[1] && strcmp(o, "-") != 0) {
+			return usage_error("unknown option or missing value: %s", o);
+		} else if (verb_takes_id(a->verb) && !a->id) {
+			a->id = o;
+		} else {
+			break;
+		}
+	}
+	a->rest = argv + i;
+	a->nrest = argc - i;
+	if (verb_takes_id(a->verb) && !a->id)
+		return usage_error("%s: which session? (an id from 'toolrun session new')", a->verb);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* One call                                                            */
+
+static int send_message(int fd, Toolrun__ClientMessage *m, int attach)
+{
+	size_t n = frame_size(&m->base);
+	uint8_t *buf = malloc(n);
+	if (!buf)
+		return -ENOMEM;
+	frame_pack(&m->base, attach >= 0 ? 1 : 0, buf);
+	int r = frame_send(fd, buf, n, &attach, attach >= 0 ? 1 : 0);
+	free(buf);
+	return r;
+}
+
+/* The next message from toolrund, within wait_s seconds; NULL after a
+ * line on stderr. */
+static Toolrun__ServerMessage *next_message(int fd, struct frame_reader *rd, int wait_s)
+{
+	for (;;) {
+		int r = frame_reader_read(rd, fd);
+		if (r == FRAME_READ_AGAIN) {
+			fd_set set;
+			FD_ZERO(&set);
+			FD_SET(fd, &set);
+			struct timeval tv = {.tv_sec = wait_s};
+			if (select(fd + 1, &set, NULL, NULL, &tv) <= 0) {
+				fprintf(stderr, "toolrun: toolrund did not answer within %d s\n", wait_s);
+				return NULL;
+			}
+			continue;
+		}
+		if (r != FRAME_READ_READY) {
+			fprintf(stderr, "toolrun: toolrund closed the connection: %s\n",
+				r == FRAME_READ_EOF ? "end of stream" : errno_text(r));
+			return NULL;
+		}
+		Toolrun__ServerMessage *sm =
+			toolrun__server_message__unpack(NULL, rd->h.length, rd->payload);
+		frame_reader_next(rd);
+		if (!sm) {
+			fprintf(stderr, "toolrun: undecodable answer from toolrund\n");
+			return NULL;
+		}
+		if (sm->msg_case == TOOLRUN__SERVER_MESSAGE__MSG_ERROR) {
+			fprintf(stderr, "toolrun: toolrund refused: %s\n", sm->error->message);
+			toolrun__server_message__free_unpacked(sm, NULL);
+			return NULL;
+		}
+		if (sm->msg_case == TOOLRUN__SERVER_MESSAGE__MSG_SESSION_REPLY)
+			return sm;
+		toolrun__server_message__free_unpacked(sm, NULL);
+	}
+}
+
+/* A connection that has said Hello (version 2); -1 after a line on
+ * stderr. */
+static int open_connection(const struct config *cfg)
+{
+	char why[512];
+	const char *where = cfg->socket;
+	int fd = connect_daemon(cfg, cfg->wait_daemon_s, &where, why, sizeof(why));
+	if (fd < 0) {
+		fprintf(stderr, "toolrun: %s\n", why);
+		return -1;
+	}
+	Toolrun__Hello h = TOOLRUN__HELLO__INIT;
+	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
+	h.protocol_version = TOOLRUN__VERSION__VERSION_2;
+	h.software = (char *)"toolrun " TOOLRUN_VERSION;
+	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
+	m.hello = &h;
+	int r = send_message(fd, &m, -1);
+	if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
+		fprintf(stderr, "toolrun: cannot send to toolrund: %s\n", errno_text(r));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* One call on the connection (attach: an fd for the frame, or -1); the
+ * reply, or NULL after a line on stderr. */
+static Toolrun__ServerMessage *call(int fd, struct frame_reader *rd, Toolrun__SessionCall *sc,
+				    int attach)
+{
+	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
+	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_SESSION_CALL;
+	m.session_call = sc;
+	int r = send_message(fd, &m, attach);
+	/* A daemon that refuses says why, then closes: read it. */
+	if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
+		fprintf(stderr, "toolrun: cannot send to toolrund: %s\n", errno_text(r));
+		return NULL;
+	}
+	return next_message(fd, rd, (int)(sc->timeout_ms / 1000) + ANSWER_GRACE_S);
+}
+
+/* Append b to *acc (for a reply in several parts). */
+static bool gather(ProtobufCBinaryData *acc, ProtobufCBinaryData b)
+{
+	if (!b.len)
+		return true;
+	uint8_t *p = realloc(acc->data, acc->len + b.len);
+	if (!p)
+		return false;
+	memcpy(p + acc->len, b.data, b.len);
+	acc->data = p;
+	acc->len += b.len;
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Answers                                                             */
+
+static const char *state_name(Toolrun__SessionState s)
+{
+	switch (s) {
+	case TOOLRUN__SESSION_STATE__SESSION_STATE_IDLE: return "idle";
+	case TOOLRUN__SESSION_STATE__SESSION_STATE_RUNNING: return "running";
+	case TOOLRUN__SESSION_STATE__SESSION_STATE_WAITING_INPUT: return "waiting_input";
+	case TOOLRUN__SESSION_STATE__SESSION_STATE_DONE: return "done";
+	case TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED: return "closed";
+	case TOOLRUN__SESSION_STATE__SESSION_STATE_UNSPECIFIED:
+	default: return "unknown";
+	}
+}
+
+static const char *error_name(Toolrun__ErrorCode c)
+{
+	switch (c) {
+	case TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE: return "bad_message";
+	case TOOLRUN__ERROR_CODE__ERROR_NOT_ALLOWED: return "not_found";
+	case TOOLRUN__ERROR_CODE__ERROR_BUSY: return "busy";
+	case TOOLRUN__ERROR_CODE__ERROR_INTERNAL: return "internal";
+	default: return "error";
+	}
+}
+
+static struct json_object *bytes_json(ProtobufCBinaryData b)
+{
+	return json_text(b.data, b.len);
+}
+
+static void add_stream(struct json_object *o, const char *name, const Toolrun__StreamStats *st)
+{
+	char key[64];
+
+	snprintf(key, sizeof(key), "%s_dropped_bytes", name);
+	json_object_object_add(o, key, json_object_new_uint64(st ? st->bytes_dropped : 0));
+	snprintf(key, sizeof(key), "%s_dropped_lines", name);
+	json_object_object_add(o, key, json_object_new_uint64(st ? st->lines_dropped : 0));
+	snprintf(key, sizeof(key), "%s_spill", name);
+	json_object_object_add(o, key,
+			       st && st->spill_path && st->spill_path[0]
+				       ? json_object_new_string(st->spill_path)
+				       : NULL);
+}
+
+static void add_exit(struct json_object *o, const Toolrun__Exit *e)
+{
+	bool sig = e && e->status_case == TOOLRUN__EXIT__STATUS_SIGNAL;
+	char name[32] = "";
+
+	if (sig)
+		snprintf(name, sizeof(name), "SIG%s",
+			 sigabbrev_np(e->signal) ? sigabbrev_np(e->signal) : "UNKNOWN");
+	json_object_object_add(o, "exit_code",
+			       e && !sig ? json_object_new_int(e->code) : NULL);
+	json_object_object_add(o, "signal", sig ? json_object_new_string(name) : NULL);
+	json_object_object_add(o, "duration_ms",
+			       e ? json_object_new_uint64(e->duration_us / 1000) : NULL);
+	add_stream(o, "stdout", e ? e->stdout_stats : NULL);
+	add_stream(o, "stderr", e ? e->stderr_stats : NULL);
+}
+
+static struct json_object *reply_json(const Toolrun__SessionReply *r)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "session", json_object_new_string(r->session));
+	if (r->error) {
+		json_object_object_add(o, "error", json_object_new_string(error_name(r->error)));
+		json_object_object_add(o, "message", json_object_new_string(r->message));
+		return o;
+	}
+	json_object_object_add(o, "state", json_object_new_string(state_name(r->state)));
+	json_object_object_add(o, "command_number", json_object_new_uint64(r->command_number));
+	json_object_object_add(o, "stdout", bytes_json(r->stdout));
+	json_object_object_add(o, "stderr", bytes_json(r->stderr));
+	add_exit(o, r->exit);
+	json_object_object_add(o, "message",
+			       r->message[0] ? json_object_new_string(r->message) : NULL);
+	return o;
+}
+
+static struct json_object *info_json(const Toolrun__SessionInfo *s)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "session", json_object_new_string(s->session));
+	json_object_object_add(o, "tty", json_object_new_boolean(s->tty));
+	json_object_object_add(o, "state", json_object_new_string(state_name(s->state)));
+	json_object_object_add(o, "pid", json_object_new_int(s->pid));
+	json_object_object_add(o, "cwd", bytes_json(s->cwd));
+	json_object_object_add(o, "command", bytes_json(s->command));
+	json_object_object_add(o, "commands", json_object_new_uint64(s->commands));
+	json_object_object_add(o, "age_ms", json_object_new_uint64(s->age_ms));
+	json_object_object_add(o, "idle_ms", json_object_new_uint64(s->idle_ms));
+	return o;
+}
+
+static void print_json(struct json_object *o)
+{
+	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+						       JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+}
+
+/* The exit status for a command's reply. */
+static int command_status(const Toolrun__SessionReply *r)
+{
+	const Toolrun__Exit *e = r->exit;
+
+	if (r->state == TOOLRUN__SESSION_STATE__SESSION_STATE_RUNNING ||
+	    r->state == TOOLRUN__SESSION_STATE__SESSION_STATE_WAITING_INPUT)
+		return EXIT_STILL_RUNNING;
+	if (!e)
+		return r->state == TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED ? EXIT_REFUSED : 0;
+	if (e->status_case == TOOLRUN__EXIT__STATUS_SIGNAL)
+		return 128 + e->signal;
+	return e->code;
+}
+
+/* What the person at the terminal reads after the output. */
+static void say_state(const Toolrun__SessionReply *r, const struct session_args *a)
+{
+	const char *id = r->session;
+
+	switch (r->state) {
+	case TOOLRUN__SESSION_STATE__SESSION_STATE_RUNNING:
+		fprintf(stderr, "toolrun: session %s: the command is still running; "
+				"'toolrun session read %s --timeout S' waits up to S seconds for "
+				"more\n", id, id);
+		break;
+	case TOOLRUN__SESSION_STATE__SESSION_STATE_WAITING_INPUT:
+		fprintf(stderr, "toolrun: session %s: the command is waiting for input; "
+				"'toolrun session write %s TEXT' sends a line\n", id, id);
+		break;
+	case TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED:
+		fprintf(stderr, "toolrun: session %s: closed: %s\n", id, r->message);
+		break;
+	case TOOLRUN__SESSION_STATE__SESSION_STATE_IDLE:
+		if (strcmp(a->verb, "close") != 0)
+			fprintf(stderr, "toolrun: session %s: no command is running\n", id);
+		break;
+	default:
+		break;
+	}
+}
+
+static int show_reply(const Toolrun__SessionReply *r, const struct session_args *a)
+{
+	if (r->error) {
+		if (a->json)
+			print_json(reply_json(r));
+		else
+			fprintf(stderr, "toolrun: session %s: %s\n", r->session[0] ? r->session : "-",
+				r->message);
+		return EXIT_REFUSED;
+	}
+	if (a->json) {
+		print_json(reply_json(r));
+	} else {
+		write_all(STDOUT_FILENO, r->stdout.data, r->stdout.len);
+		write_all(STDERR_FILENO, r->stderr.data, r->stderr.len);
+		say_state(r, a);
+	}
+	return command_status(r);
+}
+
+/* ------------------------------------------------------------------ */
+/* The verbs                                                           */
+
+/* The environment a new session starts with: ours, then --env. */
+static ProtobufCBinaryData *session_env(const struct session_args *a, size_t *n)
+{
+	size_t count = 0;
+	while (environ[count])
+		count++;
+	ProtobufCBinaryData *env = calloc(count + a->nenv + 1, sizeof(*env));
+	if (!env)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < count; i++) {
+		const char *eq = strchr(environ[i], '=');
+		bool overridden = false;
+		for (unsigned j = 0; eq && j < a->nenv; j++)
+			overridden |= strncmp(a->env[j], environ[i], (size_t)(eq - environ[i] + 1)) == 0;
+		if (!overridden)
+			env[k++] = (ProtobufCBinaryData){strlen(environ[i]), (uint8_t *)environ[i]};
+	}
+	for (unsigned j = 0; j < a->nenv; j++)
+		env[k++] = (ProtobufCBinaryData){strlen(a->env[j]), (uint8_t *)a->env[j]};
+	*n = k;
+	return env;
+}
+
+static int show_new(const Toolrun__SessionReply *r, const struct session_args *a)
+{
+	if (r->error)
+		return show_reply(r, a);
+	if (a->json) {
+		struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "session", json_object_new_string(r->session));
+		json_object_object_add(o, "pid", json_object_new_int(r->pid));
+		json_object_object_add(o, "tty", json_object_new_boolean(a->tty));
+		print_json(o);
+	} else {
+		printf("%s\n", r->session);
+	}
+	return 0;
+}
+
+static int show_list(const Toolrun__SessionReply *r, const struct session_args *a)
+{
+	if (r->error)
+		return show_reply(r, a);
+	if (a->json) {
+		struct json_object *o = json_object_new_object(), *list = json_object_new_array();
+		for (size_t i = 0; i < r->n_sessions; i++)
+			json_object_array_add(list, info_json(r->sessions[i]));
+		json_object_object_add(o, "sessions", list);
+		print_json(o);
+		return 0;
+	}
+	for (size_t i = 0; i < r->n_sessions; i++) {
+		const Toolrun__SessionInfo *s = r->sessions[i];
+		printf("%s\t%s\t%s\tpid %d\t%llu commands\tidle %llu s\t%.*s\n", s->session,
+		       s->tty ? "tty" : "pipes", state_name(s->state), s->pid,
+		       (unsigned long long)s->commands, (unsigned long long)(s->idle_ms / 1000),
+		       (int)s->cwd.len, s->cwd.data ? (const char *)s->cwd.data : "");
+	}
+	return 0;
+}
+
+/* Words joined by spaces, as `bash -c "$*"` reads them, with tail after
+ * them ("" or "\n"). */
+static char *join_words(char **w, int n, const char *tail)
+{
+	size_t len = strlen(tail) + 1;
+	for (int i = 0; i < n; i++)
+		len += strlen(w[i]) + 1;
+	char *s = malloc(len), *p = s;
+	if (!s)
+		return NULL;
+	for (int i = 0; i < n; i++)
+		p = stpcpy(stpcpy(p, i ? " " : ""), w[i]);
+	stpcpy(p, tail);
+	return s;
+}
+
+static int fill_call(struct session_args *a, Toolrun__SessionCall *sc, char **owned,
+		     ProtobufCBinaryData **env)
+{
+	static const struct {
+		const char *verb;
+		Toolrun__SessionOp op;
+		uint32_t default_ms;
+	} verbs[] = {
+		{"new", TOOLRUN__SESSION_OP__SESSION_OP_NEW, 0},
+		{"run", TOOLRUN__SESSION_OP__SESSION_OP_RUN, 30000},
+		{"read", TOOLRUN__SESSION_OP__SESSION_OP_READ, 0},
+		{"write", TOOLRUN__SESSION_OP__SESSION_OP_WRITE, 1000},
+		{"interrupt", TOOLRUN__SESSION_OP__SESSION_OP_INTERRUPT, 1000},
+		{"close", TOOLRUN__SESSION_OP__SESSION_OP_CLOSE, 0},
+		{"list", TOOLRUN__SESSION_OP__SESSION_OP_LIST, 0},
+	};
+	size_t v = 0;
+	while (v < ARRAY_SIZE(verbs) && strcmp(verbs[v].verb, a->verb) != 0)
+		v++;
+	if (v == ARRAY_SIZE(verbs))
+		return usage_error("unknown verb: %s", a->verb);
+	sc->op = verbs[v].op;
+	sc->session = (char *)(a->id ? a->id : "");
+	sc->timeout_ms = a->has_timeout ? a->timeout_ms : verbs[v].default_ms;
+	if (sc->op == TOOLRUN__SESSION_OP__SESSION_OP_RUN) {
+		if (a->nrest == 0)
+			return usage_error("%s", "run: no command (put it after --)");
+		*owned = join_words(a->rest, a->nrest, "");
+		if (!*owned)
+			return usage_error("%s", "out of memory");
+		sc->command = (ProtobufCBinaryData){strlen(*owned), (uint8_t *)*owned};
+	} else if (sc->op == TOOLRUN__SESSION_OP__SESSION_OP_WRITE) {
+		if (a->nrest == 0 && !a->eof)
+			return usage_error("%s", "write: no TEXT and no --eof");
+		*owned = join_words(a->rest, a->nrest, a->nrest && !a->no_newline ? "\n" : "");
+		if (!*owned)
+			return usage_error("%s", "out of memory");
+		sc->input = (ProtobufCBinaryData){strlen(*owned), (uint8_t *)*owned};
+		sc->eof = a->eof;
+	} else if (a->nrest > 0) {
+		return usage_error("%s: unexpected argument", a->rest[0]);
+	}
+	if (sc->op == TOOLRUN__SESSION_OP__SESSION_OP_NEW) {
+		char here[PATH_MAX];
+		const char *cwd = a->cwd ? a->cwd : getcwd(here, sizeof(here));
+		if (cwd && cwd[0] != '/')
+			return usage_error("--cwd %s: not an absolute path", cwd);
+		sc->cwd = (ProtobufCBinaryData){cwd ? strlen(cwd) : 0, (uint8_t *)cwd};
+		sc->tty = a->tty;
+		*env = session_env(a, &sc->n_envp);
+		sc->envp = *env;
+	}
+	return 0;
+}
+
+/* Show sm (which it frees), fetching the rest of a reply in parts. */
+static int show_answer(int fd, struct frame_reader *rd, Toolrun__ServerMessage *sm,
+		       const struct session_args *a, Toolrun__SessionOp op)
+{
+	Toolrun__SessionReply *reply = sm->session_reply;
+	ProtobufCBinaryData out = {0}, err = {0};
+	Toolrun__ServerMessage *parts[64];
+	unsigned nparts = 0;
+	int r;
+
+	/* Fetch the rest first: the answer shows the state of its last part. */
+	while (reply->more && !reply->error && nparts < ARRAY_SIZE(parts)) {
+		if (!gather(&out, reply->stdout) || !gather(&err, reply->stderr))
+			break;
+		parts[nparts++] = sm;
+		Toolrun__SessionCall more = TOOLRUN__SESSION_CALL__INIT;
+		more.op = TOOLRUN__SESSION_OP__SESSION_OP_READ;
+		more.session = reply->session;
+		sm = call(fd, rd, &more, -1);
+		if (!sm) {
+			sm = parts[--nparts];
+			break;
+		}
+		reply = sm->session_reply;
+	}
+	if (nparts && gather(&out, reply->stdout) && gather(&err, reply->stderr)) {
+		reply->stdout = out;
+		reply->stderr = err;
+	}
+	if (op == TOOLRUN__SESSION_OP__SESSION_OP_NEW)
+		r = show_new(reply, a);
+	else if (op == TOOLRUN__SESSION_OP__SESSION_OP_LIST)
+		r = show_list(reply, a);
+	else
+		r = show_reply(reply, a);
+	if (nparts) {
+		reply->stdout = (ProtobufCBinaryData){0};
+		reply->stderr = (ProtobufCBinaryData){0};
+	}
+	free(out.data);
+	free(err.data);
+	toolrun__server_message__free_unpacked(sm, NULL);
+	while (nparts)
+		toolrun__server_message__free_unpacked(parts[--nparts], NULL);
+	return r;
+}
+
+int session_main(const struct config *cfg, int argc, char **argv)
+{
+	struct session_args a = {0};
+	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
+	char *owned = NULL;
+	ProtobufCBinaryData *env = NULL;
+
+	if (argc < 1)
+		return usage_error("%s", "which verb?");
+	int r = parse_args(argc, argv, &a);
+	if (r == 0)
+		r = fill_call(&a, &sc, &owned, &env);
+	if (r != 0)
+		return r;
+	int cwd_fd = -1;
+	if (sc.op == TOOLRUN__SESSION_OP__SESSION_OP_NEW) {
+		cwd_fd = open((const char *)sc.cwd.data, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (cwd_fd < 0) {
+			fprintf(stderr, "toolrun: session: working directory %.*s: %s\n",
+				(int)sc.cwd.len, (const char *)sc.cwd.data, errno_text(errno));
+			return EXIT_REFUSED;
+		}
+	}
+	int fd = open_connection(cfg);
+	static uint8_t payload[FRAME_MAX_SERVER_PAYLOAD];
+	struct frame_reader rd = {
+		.max_payload = FRAME_MAX_SERVER_PAYLOAD,
+		.payload = payload,
+		.payload_cap = sizeof(payload),
+	};
+	Toolrun__ServerMessage *sm = fd >= 0 ? call(fd, &rd, &sc, cwd_fd) : NULL;
+	if (cwd_fd >= 0)
+		close(cwd_fd);
+	free(owned);
+	free(env);
+	free(a.env);
+	r = sm ? show_answer(fd, &rd, sm, &a, sc.op) : EXIT_REFUSED;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}

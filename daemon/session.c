@@ -1,0 +1,714 @@
+/*
+ * Sessions: the calls, a command's life in its session, and the answers.
+ *
+ *   sessions_call     NEW (sessionstart.c), RUN, READ, WRITE, INTERRUPT,
+ *                     CLOSE, LIST
+ *   session_wait      a call that waits: answered when the command ends,
+ *                     when it waits for input, or at the call's timeout
+ *   on_status         the status pipe: the command ended
+ *   session_end       its bash is gone: tell the waiter, keep the news
+ *
+ * A command runs as a job attached to the session's pipes (job.h); the
+ * session is that job's client, and keeps what the job hands it until a
+ * reply carries it.
+ */
+#include "session.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "util.h"
+
+/* Looks for a command waiting for input: the first this long after the
+ * command started or was sent input (a reader woken by that input must
+ * not be taken for one still waiting), then at this interval. */
+#define CHECK_AFTER_INPUT_MS 100
+#define CHECK_INTERVAL_MS 150
+/* A session ended is kept this long for a client to hear of it. */
+#define ENDED_KEEP_MS (10 * 60 * 1000)
+/* CLOSE: SIGHUP, then SIGKILL after this. */
+#define CLOSE_GRACE_MS 1000
+
+static void session_answer(struct session *s);
+static void arm_check(struct session *s, int64_t delay_ms);
+
+static struct session *session_of_client(struct job_client *c)
+{
+	return (struct session *)((char *)c - offsetof(struct session, client));
+}
+
+static struct job *current_job(const struct session *s)
+{
+	return s->client.job;
+}
+
+/* ------------------------------------------------------------------ */
+/* The current command's client                                        */
+
+static void client_started(struct job_client *c, pid_t pid, uint32_t timeout_s)
+{
+	(void)c;
+	(void)pid;
+	(void)timeout_s;
+}
+
+static void client_output(struct job_client *c, Toolrun__Stream stream, const uint8_t *p,
+			  size_t n)
+{
+	struct session *s = session_of_client(c);
+	struct session_pending *q = &s->pending[stream == TOOLRUN__STREAM__STREAM_STDERR];
+
+	if (q->len + n > q->cap) {
+		size_t cap = MAX(q->cap * 2, q->len + n);
+		uint8_t *b = realloc(q->p, cap);
+		if (!b) {
+			log_error("session %s: out of memory: %zu bytes of output lost", s->id, n);
+			return;
+		}
+		q->p = b;
+		q->cap = cap;
+	}
+	memcpy(q->p + q->len, p, n);
+	q->len += n;
+}
+
+static bool client_flush(struct job_client *c)
+{
+	(void)c;
+	return true;
+}
+
+static size_t client_queued(const struct job_client *c)
+{
+	const struct session *s = (const struct session *)((const char *)c -
+							    offsetof(struct session, client));
+	return s->pending[0].len + s->pending[1].len;
+}
+
+static void client_finished(struct job_client *c, const struct exit_report *r)
+{
+	struct session *s = session_of_client(c);
+
+	s->last.r = *r;
+	for (int i = 0; i < 2; i++) {
+		snprintf(s->last.spill[i], sizeof(s->last.spill[i]), "%s",
+			 r->spill_path[i] ? r->spill_path[i] : "");
+		s->last.r.spill_path[i] = r->spill_path[i] ? s->last.spill[i] : NULL;
+	}
+	s->last.r.reason = NULL;
+	s->done_unread = true;
+	s->waiting_input = false;
+	timer_cancel(s->S->J->loop, &s->check_timer);
+	if (s->waiter)
+		session_answer(s);
+}
+
+const struct job_client_ops session_client_ops = {
+	.started = client_started,
+	.output = client_output,
+	.flush = client_flush,
+	.queued = client_queued,
+	.finished = client_finished,
+};
+
+/* ------------------------------------------------------------------ */
+/* Answers                                                             */
+
+static Toolrun__SessionState current_state(const struct session *s)
+{
+	if (current_job(s))
+		return s->waiting_input ? TOOLRUN__SESSION_STATE__SESSION_STATE_WAITING_INPUT
+					: TOOLRUN__SESSION_STATE__SESSION_STATE_RUNNING;
+	if (s->phase == SESSION_ENDED)
+		return TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED;
+	if (s->done_unread)
+		return TOOLRUN__SESSION_STATE__SESSION_STATE_DONE;
+	return TOOLRUN__SESSION_STATE__SESSION_STATE_IDLE;
+}
+
+/* Take up to one reply's worth of a stream's pending output. */
+static ProtobufCBinaryData take(struct session_pending *q, size_t *taken)
+{
+	*taken = MIN(q->len, SESSION_REPLY_CHUNK);
+	return (ProtobufCBinaryData){*taken, q->p};
+}
+
+static void drop_taken(struct session *s, const size_t taken[2])
+{
+	for (int i = 0; i < 2; i++) {
+		struct session_pending *q = &s->pending[i];
+		memmove(q->p, q->p + taken[i], q->len - taken[i]);
+		q->len -= taken[i];
+	}
+	struct job *j = current_job(s);
+	if (j && (taken[0] || taken[1]))
+		job_resume_output(j);
+}
+
+static void reply_error_to(struct session_peer *p, const char *id, Toolrun__ErrorCode code,
+			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void reply_error_to(struct session_peer *p, const char *id, Toolrun__ErrorCode code,
+			   const char *fmt, ...)
+{
+	Toolrun__SessionReply r = TOOLRUN__SESSION_REPLY__INIT;
+	char message[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(message, sizeof(message), fmt, ap);
+	va_end(ap);
+	r.session = (char *)id;
+	r.error = code;
+	r.message = message;
+	p->ops->reply(p, &r);
+}
+
+/* Answer the waiting call (or p, when no call waits) with the state and
+ * the output so far. */
+static void answer_to(struct session *s, struct session_peer *p)
+{
+	Toolrun__SessionReply r = TOOLRUN__SESSION_REPLY__INIT;
+	Toolrun__Exit e;
+	Toolrun__StreamStats out, err;
+	size_t taken[2];
+
+	r.session = s->id;
+	r.state = current_state(s);
+	r.stdout = take(&s->pending[0], &taken[0]);
+	r.stderr = take(&s->pending[1], &taken[1]);
+	r.more = s->pending[0].len > taken[0] || s->pending[1].len > taken[1];
+	r.command_number = s->commands;
+	r.message = s->phase == SESSION_ENDED ? s->end_reason : "";
+	bool tell_exit = s->done_unread && !current_job(s);
+	if (tell_exit) {
+		reply_fill_exit(&e, &out, &err, &s->last.r);
+		r.exit = &e;
+	}
+	p->ops->reply(p, &r);
+	drop_taken(s, taken);
+	if (tell_exit && !r.more)
+		s->done_unread = false;
+}
+
+static void session_answer(struct session *s)
+{
+	struct session_peer *p = s->waiter;
+
+	if (!p)
+		return;
+	s->waiter = NULL;
+	p->waiting_on = NULL;
+	timer_cancel(s->S->J->loop, &s->wait_timer);
+	timer_cancel(s->S->J->loop, &s->check_timer);
+	answer_to(s, p);
+	if (s->phase == SESSION_ENDED && !s->done_unread)
+		session_forget(s);
+}
+
+static void on_wait_timeout(struct event_loop *loop, void *data)
+{
+	(void)loop;
+	session_answer(data);
+}
+
+/* Answer now if there is news, else when there is or at timeout_ms. */
+static void session_wait(struct session *s, struct session_peer *p, uint32_t timeout_ms)
+{
+	bool news = !current_job(s) || s->waiting_input || timeout_ms == 0 ||
+		    s->pending[0].len > SESSION_REPLY_CHUNK || s->pending[1].len > SESSION_REPLY_CHUNK;
+
+	if (news) {
+		answer_to(s, p);
+		if (s->phase == SESSION_ENDED && !s->done_unread)
+			session_forget(s);
+		return;
+	}
+	if (s->waiter) {
+		reply_error_to(p, s->id, TOOLRUN__ERROR_CODE__ERROR_BUSY,
+			       "another call already waits on session %s; try again when it "
+			       "has its answer", s->id);
+		return;
+	}
+	s->waiter = p;
+	p->waiting_on = s;
+	timer_arm(s->S->J->loop, &s->wait_timer, timeout_ms, on_wait_timeout, s);
+	if (!s->checking && !s->check_timer.armed) {
+		int64_t since = monotonic_ms() - s->input_at_ms;
+		arm_check(s, since >= CHECK_AFTER_INPUT_MS ? 0 : CHECK_AFTER_INPUT_MS - since);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Does the command wait for input?                                    */
+
+static void on_check(struct event_loop *loop, void *data)
+{
+	struct session *s = data;
+	(void)loop;
+
+	if (!current_job(s) || !s->waiter || s->checking)
+		return;
+	s->checking = true;
+	order_check_waiting(s->S->J->orders, s->job_id, s->in_dev, s->in_ino);
+}
+
+static void arm_check(struct session *s, int64_t delay_ms)
+{
+	timer_arm(s->S->J->loop, &s->check_timer, delay_ms, on_check, s);
+}
+
+bool sessions_on_waiting(struct sessions *S, uint64_t id, bool waiting, bool unknown)
+{
+	struct session *s = session_by_job(S, id);
+
+	if (!s)
+		return false;
+	s->checking = false;
+	if (!current_job(s))
+		return true;
+	/* Input sent since the look began may have woken the reader. */
+	bool fresh = monotonic_ms() - s->input_at_ms >= CHECK_AFTER_INPUT_MS;
+	s->waiting_input = waiting && !unknown && fresh;
+	if (s->waiting_input)
+		session_answer(s);
+	else if (s->waiter && !unknown)
+		arm_check(s, CHECK_INTERVAL_MS);
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* A command                                                           */
+
+/* The status pipe: "STATUS PWD\0" for each command that ended. */
+static void status_record(struct session *s, const char *rec)
+{
+	char *end;
+	long status = strtol(rec, &end, 10);
+	struct job *j = current_job(s);
+
+	if (end == rec || status < 0 || status > 255) {
+		log_warn("session %s: bad status record", s->id);
+		return;
+	}
+	if (*end == ' ') {
+		free(s->cwd);
+		s->cwd = strdup(end + 1);
+	}
+	if (j)
+		job_attached_ended(j, W_EXITCODE((int)status, 0));
+}
+
+static void on_status(struct event_loop *loop, uint32_t events, void *data)
+{
+	struct session *s = data;
+	(void)loop;
+	(void)events;
+
+	ssize_t n = read(s->status_fd, s->status_buf + s->status_len,
+			 sizeof(s->status_buf) - s->status_len);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		/* Its bash is gone (Exited follows) or closed fd 4. */
+		event_del(s->S->J->loop, &s->status_ev);
+		return;
+	}
+	s->status_len += (size_t)n;
+	char *nul;
+	while ((nul = memchr(s->status_buf, '\0', s->status_len))) {
+		status_record(s, s->status_buf);
+		size_t used = (size_t)(nul - s->status_buf) + 1;
+		memmove(s->status_buf, nul + 1, s->status_len - used);
+		s->status_len -= used;
+	}
+	if (s->status_len == sizeof(s->status_buf))
+		s->status_len = 0; /* a record longer than any PWD: drop it */
+}
+
+int session_watch_status(struct session *s)
+{
+	return event_add(s->S->J->loop, &s->status_ev, s->status_fd, EPOLLIN, on_status, s);
+}
+
+static int send_command(struct session *s, const ProtobufCBinaryData *cmd)
+{
+	/* The pipe holds SESSION_COMMAND_MAX + 1 bytes (sessionstart.c),
+	 * and bash has read the last command whole before it ran it. */
+	uint8_t nul = 0;
+	struct iovec v[2] = {{cmd->data, cmd->len}, {&nul, 1}};
+	ssize_t w = writev(s->cmd_fd, v, 2);
+	if (w == (ssize_t)cmd->len + 1)
+		return 0;
+	return w < 0 ? -errno : -EAGAIN;
+}
+
+static void session_run(struct session *s, struct session_peer *p, const Toolrun__SessionCall *c)
+{
+	char why[256];
+
+	if (current_job(s)) {
+		reply_error_to(p, s->id, TOOLRUN__ERROR_CODE__ERROR_BUSY,
+			       "session %s is still running command %llu: read it, send it input, "
+			       "or interrupt it first", s->id, (unsigned long long)s->commands);
+		return;
+	}
+	if (c->command.len == 0 || c->command.len > SESSION_COMMAND_MAX ||
+	    memchr(c->command.data, '\0', c->command.len)) {
+		reply_error_to(p, s->id, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE,
+			       "the command must be 1 to %u bytes without NUL", SESSION_COMMAND_MAX);
+		return;
+	}
+	s->done_unread = false;
+	s->pending[0].len = s->pending[1].len = 0;
+	free(s->command);
+	s->command = strndup((const char *)c->command.data, c->command.len);
+	if (session_attach_command(s, &c->command, why, sizeof(why)) < 0 ||
+	    send_command(s, &c->command) < 0) {
+		if (current_job(s))
+			job_attached_ended(current_job(s), W_EXITCODE(1, 0));
+		reply_error_to(p, s->id, TOOLRUN__ERROR_CODE__ERROR_INTERNAL, "%s",
+			       why[0] ? why : "toolrund could not hand the command to bash");
+		return;
+	}
+	s->commands++;
+	s->waiting_input = false;
+	s->input_at_ms = monotonic_ms();
+	session_wait(s, p, c->timeout_ms);
+}
+
+/* Write all of input to the command's stdin, or say why not. */
+static int send_input(struct session *s, const ProtobufCBinaryData *in, bool eof, char *why,
+		      size_t len)
+{
+	static const uint8_t ctrl_d = 0x04;
+	size_t off = 0;
+
+	while (off < in->len) {
+		ssize_t w = write(s->in_fd, in->data + off, in->len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			snprintf(why, len, errno == EAGAIN
+						   ? "the command has not read the input sent before: "
+						     "%zu of %zu bytes sent"
+						   : "writing its input failed: %zu of %zu bytes sent",
+				 off, in->len);
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	if (eof && s->tty && write(s->in_fd, &ctrl_d, 1) != 1) {
+		snprintf(why, len, "the terminal took no end-of-file character");
+		return -1;
+	}
+	if (eof && !s->tty) {
+		close_fd(&s->in_fd);
+		s->in_closed = true;
+	}
+	return 0;
+}
+
+static void session_write(struct session *s, struct session_peer *p,
+			  const Toolrun__SessionCall *c)
+{
+	char why[160];
+
+	if (!current_job(s)) {
+		reply_error_to(p, s->id, TOOLRUN__ERROR_CODE__ERROR_BUSY,
+			       "session %s runs no command to send input to", s->id);
+		return;
+	}
+	if (s->in_closed) {
+		reply_error_to(p, s->id, TOOLRUN__ERROR_CODE__ERROR_BUSY,
+			       "the stdin of session %s was closed by an earlier end-of-file "
+			       "(write --eof); only a TTY session can be sent input again", s->id);
+		return;
+	}
+	if (c->input.len > SESSION_INPUT_MAX) {
+		reply_error_to(p, s->id, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE,
+			       "input of %zu bytes: at most %u at once", c->input.len,
+			       SESSION_INPUT_MAX);
+		return;
+	}
+	if (send_input(s, &c->input, c->eof, why, sizeof(why)) < 0) {
+		reply_error_to(p, s->id, TOOLRUN__ERROR_CODE__ERROR_BUSY, "session %s: %s", s->id,
+			       why);
+		return;
+	}
+	s->waiting_input = false;
+	s->input_at_ms = monotonic_ms();
+	session_wait(s, p, c->timeout_ms);
+}
+
+static void session_interrupt(struct session *s, struct session_peer *p,
+			      const Toolrun__SessionCall *c)
+{
+	static const uint8_t ctrl_c = 0x03;
+
+	if (current_job(s)) {
+		/* The terminal turns Ctrl-C into SIGINT for its foreground
+		 * process group, unless the program reads it raw; without
+		 * one, bash and its foreground programs share a group. */
+		if (s->tty)
+			(void)!write(s->in_fd, &ctrl_c, 1);
+		else
+			order_kill(s->S->J->orders, s->job_id, SIGINT, false);
+		s->waiting_input = false;
+		s->input_at_ms = monotonic_ms();
+	}
+	session_wait(s, p, c->timeout_ms);
+}
+
+/* ------------------------------------------------------------------ */
+/* The end                                                             */
+
+static void on_close_grace(struct event_loop *loop, void *data)
+{
+	struct session *s = data;
+	(void)loop;
+
+	order_release(s->S->J->orders, s->job_id);
+}
+
+/* SIGHUP to every process of its session, SIGKILL a second later; its
+ * bash's end (Exited) finishes it. */
+static void session_close(struct session *s, const char *why)
+{
+	if (s->phase == SESSION_ENDED || s->phase == SESSION_CLOSING)
+		return;
+	snprintf(s->end_reason, sizeof(s->end_reason), "%s", why);
+	if (s->phase != SESSION_READY) {
+		session_end(s, why);
+		return;
+	}
+	s->phase = SESSION_CLOSING;
+	order_kill(s->S->J->orders, s->job_id, SIGHUP, true);
+	timer_arm(s->S->J->loop, &s->idle_timer, CLOSE_GRACE_MS, on_close_grace, s);
+}
+
+static void on_idle(struct event_loop *loop, void *data)
+{
+	struct session *s = data;
+	char why[128];
+	(void)loop;
+
+	if (s->phase == SESSION_ENDED) {
+		session_forget(s);
+		return;
+	}
+	snprintf(why, sizeof(why), "no call for %u s (session_idle)", s->S->J->cfg->session_idle_s);
+	session_close(s, why);
+}
+
+void session_touch(struct session *s)
+{
+	s->last_call_ms = monotonic_ms();
+	if (s->phase == SESSION_READY && s->S->J->cfg->session_idle_s)
+		timer_arm(s->S->J->loop, &s->idle_timer,
+			  (int64_t)s->S->J->cfg->session_idle_s * 1000, on_idle, s);
+}
+
+/* Its bash has ended (or never ran): finish the command it ran, tell the
+ * waiter, and keep the news for a while. */
+void session_end(struct session *s, const char *why)
+{
+	struct event_loop *loop = s->S->J->loop;
+
+	if (!s->end_reason[0])
+		snprintf(s->end_reason, sizeof(s->end_reason), "%s", why);
+	s->phase = SESSION_ENDED;
+	event_del(loop, &s->status_ev);
+	timer_cancel(loop, &s->check_timer);
+	struct job *j = current_job(s);
+	if (j)
+		job_attached_ended(j, W_EXITCODE(0, SIGKILL));
+	session_close_fds(s);
+	order_release(s->S->J->orders, s->job_id);
+	timer_arm(loop, &s->idle_timer, ENDED_KEEP_MS, on_idle, s);
+	if (s->waiter)
+		session_answer(s);
+}
+
+bool sessions_on_exited(struct sessions *S, uint64_t id, int wait_status)
+{
+	struct session *s = session_by_job(S, id);
+	char why[160];
+
+	if (!s)
+		return false;
+	struct job *j = current_job(s);
+	/* A command that ended the shell (exit 3, a signal) ends with it:
+	 * no status record came for it. */
+	if (j)
+		job_attached_ended(j, wait_status);
+	if (s->end_reason[0])
+		snprintf(why, sizeof(why), "%s", s->end_reason);
+	else if (WIFSIGNALED(wait_status))
+		snprintf(why, sizeof(why), "its bash (pid %d) was killed by signal %d",
+			 (int)s->pid, WTERMSIG(wait_status));
+	else
+		snprintf(why, sizeof(why), "its bash (pid %d) exited with status %d",
+			 (int)s->pid, WEXITSTATUS(wait_status));
+	session_end(s, why);
+	return true;
+}
+
+/* CLOSE: answered when its bash has gone (CLOSED), or after a few
+ * seconds with the state then. */
+static void session_close_call(struct session *s, struct session_peer *p)
+{
+	if (s->waiter)
+		session_answer(s);
+	session_close(s, "closed by a client (CLOSE)");
+	if (s->phase == SESSION_ENDED) {
+		session_wait(s, p, 0);
+		return;
+	}
+	s->waiter = p;
+	p->waiting_on = s;
+	timer_arm(s->S->J->loop, &s->wait_timer, CLOSE_GRACE_MS * 3, on_wait_timeout, s);
+}
+
+/* ------------------------------------------------------------------ */
+/* Calls                                                               */
+
+static void session_list(struct sessions *S, struct session_peer *p)
+{
+	Toolrun__SessionReply r = TOOLRUN__SESSION_REPLY__INIT;
+	Toolrun__SessionInfo *infos = calloc(S->count + 1, sizeof(*infos));
+	Toolrun__SessionInfo **ptrs = calloc(S->count + 1, sizeof(*ptrs));
+	int64_t now = monotonic_ms();
+
+	if (!infos || !ptrs) {
+		free(infos);
+		free(ptrs);
+		reply_error_to(p, "", TOOLRUN__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return;
+	}
+	for (struct session *s = S->list; s; s = s->next) {
+		if (s->uid != p->who.uid || s->phase == SESSION_ENDED)
+			continue;
+		Toolrun__SessionInfo *i = &infos[r.n_sessions];
+		toolrun__session_info__init(i);
+		i->session = s->id;
+		i->tty = s->tty;
+		i->state = current_state(s);
+		i->pid = s->pid;
+		i->cwd = (ProtobufCBinaryData){s->cwd ? strlen(s->cwd) : 0, (uint8_t *)s->cwd};
+		i->command = (ProtobufCBinaryData){s->command ? strlen(s->command) : 0,
+						   (uint8_t *)s->command};
+		i->commands = s->commands;
+		i->age_ms = (uint64_t)(now - s->created_ms);
+		i->idle_ms = (uint64_t)(now - s->last_call_ms);
+		ptrs[r.n_sessions++] = i;
+	}
+	r.session = (char *)"";
+	r.sessions = ptrs;
+	p->ops->reply(p, &r);
+	free(infos);
+	free(ptrs);
+}
+
+static bool valid_call(struct session_peer *p, const Toolrun__SessionCall *c, int cwd_fd)
+{
+	bool is_new = c->op == TOOLRUN__SESSION_OP__SESSION_OP_NEW;
+
+	if (c->op <= TOOLRUN__SESSION_OP__SESSION_OP_UNSPECIFIED ||
+	    c->op > TOOLRUN__SESSION_OP__SESSION_OP_LIST) {
+		reply_error_to(p, c->session, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE,
+			       "unknown session op %d", (int)c->op);
+		return false;
+	}
+	if (is_new != (cwd_fd >= 0)) {
+		reply_error_to(p, c->session, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE,
+			       is_new ? "a NEW call must attach its working directory's fd"
+				      : "only a NEW call attaches an fd");
+		return false;
+	}
+	if (c->timeout_ms > SESSION_TIMEOUT_MAX_MS) {
+		reply_error_to(p, c->session, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE,
+			       "timeout of %u ms: at most %u", c->timeout_ms, SESSION_TIMEOUT_MAX_MS);
+		return false;
+	}
+	return true;
+}
+
+void sessions_call(struct sessions *S, struct session_peer *p, const Toolrun__SessionCall *c,
+		   int cwd_fd)
+{
+	if (!valid_call(p, c, cwd_fd)) {
+		if (cwd_fd >= 0)
+			close(cwd_fd);
+		return;
+	}
+	if (c->op == TOOLRUN__SESSION_OP__SESSION_OP_NEW) {
+		session_new(S, p, c, cwd_fd);
+		return;
+	}
+	if (c->op == TOOLRUN__SESSION_OP__SESSION_OP_LIST) {
+		session_list(S, p);
+		return;
+	}
+	struct session *s = session_by_id(S, c->session, p->who.uid);
+	if (!s) {
+		reply_error_to(p, c->session, TOOLRUN__ERROR_CODE__ERROR_NOT_ALLOWED,
+			       "no session '%s' for uid %u: it was closed or expired, toolrund "
+			       "restarted since it was made, or it is another user's",
+			       c->session, (unsigned)p->who.uid);
+		return;
+	}
+	session_touch(s);
+	switch (c->op) {
+	case TOOLRUN__SESSION_OP__SESSION_OP_RUN:
+		if (s->phase != SESSION_READY)
+			session_wait(s, p, 0);
+		else
+			session_run(s, p, c);
+		return;
+	case TOOLRUN__SESSION_OP__SESSION_OP_WRITE:
+		session_write(s, p, c);
+		return;
+	case TOOLRUN__SESSION_OP__SESSION_OP_INTERRUPT:
+		session_interrupt(s, p, c);
+		return;
+	case TOOLRUN__SESSION_OP__SESSION_OP_CLOSE:
+		session_close_call(s, p);
+		return;
+	case TOOLRUN__SESSION_OP__SESSION_OP_READ:
+	default:
+		session_wait(s, p, c->timeout_ms);
+		return;
+	}
+}
+
+void sessions_peer_gone(struct sessions *S, struct session_peer *p)
+{
+	struct session *s = p->waiting_on;
+	(void)S;
+
+	if (!s)
+		return;
+	s->waiter = NULL;
+	p->waiting_on = NULL;
+	timer_cancel(s->S->J->loop, &s->wait_timer);
+	timer_cancel(s->S->J->loop, &s->check_timer);
+}
+
+void sessions_stop_all(struct sessions *S)
+{
+	for (struct session *s = S->list, *next; s; s = next) {
+		next = s->next;
+		if (s->phase != SESSION_ENDED)
+			session_end(s, "toolrund is stopping");
+	}
+}

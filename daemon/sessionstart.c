@@ -1,0 +1,576 @@
+/*
+ * Sessions: making one (its fds, its environment, its bash), finding
+ * one, attaching a command's job to it, and freeing it.
+ *
+ *   session_new          limits, then the pipes (or OpenPty first, for a
+ *                        TTY session), then Spawn of the shell below
+ *   sessions_on_pty      the terminal came: Spawn
+ *   sessions_on_spawned  its bash runs: answer NEW
+ *
+ * The listener may open nothing, so a terminal comes from the launcher,
+ * opened as the caller; the pipes are the listener's own (pipe2).
+ */
+#include "session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "launch.h"
+#include "log.h"
+#include "policy.h"
+#include "util.h"
+
+/*
+ * What the session's bash runs (bash -c). Commands arrive NUL-terminated
+ * on fd 3; after each, "STATUS PWD\0" goes to fd 4. A command is read by
+ * `.` from a here-string, so that it runs in the shell itself (cd,
+ * export, functions and jobs persist, declare stays global) and so that
+ * SIGINT's trap can `return` from it: an interrupt ends the whole
+ * command, as Ctrl-C does at a prompt, and not the shell. Neither fd 3
+ * nor 4 is open in the command (bash keeps its copies close-on-exec).
+ */
+static const char wrapper[] =
+	"trap '[[ -n $__toolrun_in ]] && return' INT\n"
+	"while :; do\n"
+	"  IFS= read -r -d '' -u 3 __toolrun_cmd\n"
+	"  __toolrun_st=$?\n"
+	"  if (( __toolrun_st != 0 )); then\n"
+	"    (( __toolrun_st > 128 )) && continue\n"
+	"    exit 0\n"
+	"  fi\n"
+	"  __toolrun_in=1\n"
+	"  . /dev/fd/9 9<<<\"$__toolrun_cmd\" 3<&- 4>&-\n"
+	"  __toolrun_st=$?\n"
+	"  __toolrun_in=\n"
+	"  printf '%d %s\\0' \"$__toolrun_st\" \"$PWD\" >&4\n"
+	"done\n";
+
+/* The commands' pipe holds one whole command (session.h). */
+#define COMMAND_PIPE_SIZE (SESSION_COMMAND_MAX + 1)
+
+struct session *session_by_id(struct sessions *S, const char *id, uid_t uid)
+{
+	for (struct session *s = S->list; s; s = s->next)
+		if (s->uid == uid && strcmp(s->id, id) == 0)
+			return s;
+	return NULL;
+}
+
+struct session *session_by_job(struct sessions *S, uint64_t job)
+{
+	for (struct session *s = S->list; s; s = s->next)
+		if (s->job_id == job)
+			return s;
+	return NULL;
+}
+
+void sessions_init(struct sessions *S, struct jobs *J)
+{
+	*S = (struct sessions){.J = J};
+}
+
+/* ------------------------------------------------------------------ */
+/* Answers to NEW                                                      */
+
+static void reply_new_failed(struct session_peer *p, Toolrun__ErrorCode code, const char *why)
+{
+	Toolrun__SessionReply r = TOOLRUN__SESSION_REPLY__INIT;
+
+	r.session = (char *)"";
+	r.error = code;
+	r.message = (char *)why;
+	p->ops->reply(p, &r);
+}
+
+/* The session could not start: tell its creator, and forget it. */
+static void session_failed(struct session *s, const char *why)
+{
+	struct session_peer *p = s->waiter;
+
+	log_warn("session %s (uid %u): %s", s->id, (unsigned)s->uid, why);
+	if (p) {
+		s->waiter = NULL;
+		p->waiting_on = NULL;
+		reply_new_failed(p, TOOLRUN__ERROR_CODE__ERROR_INTERNAL, why);
+	}
+	session_close_fds(s);
+	session_forget(s);
+}
+
+bool sessions_on_spawned(struct sessions *S, uint64_t id, pid_t pid, int err, unsigned step)
+{
+	struct session *s = session_by_job(S, id);
+	char why[256];
+
+	if (!s)
+		return false;
+	if (err) {
+		snprintf(why, sizeof(why), "toolrund could not start %s: %s failed: %s",
+			 SESSION_SHELL, launch_step_name((enum launch_step)step), errno_text(err));
+		order_release(S->J->orders, id);
+		session_failed(s, why);
+		return true;
+	}
+	s->pid = pid;
+	s->phase = SESSION_READY;
+	if (session_watch_status(s) < 0) {
+		snprintf(why, sizeof(why), "toolrund cannot watch the session: %s",
+			 errno_text(errno));
+		order_release(S->J->orders, id);
+		session_failed(s, why);
+		return true;
+	}
+	session_touch(s);
+	log_info("session %s: bash pid %d for uid %u%s", s->id, (int)pid, (unsigned)s->uid,
+		 s->tty ? " on a terminal" : "");
+	struct session_peer *p = s->waiter;
+	if (p) {
+		Toolrun__SessionReply r = TOOLRUN__SESSION_REPLY__INIT;
+		s->waiter = NULL;
+		p->waiting_on = NULL;
+		r.session = s->id;
+		r.state = TOOLRUN__SESSION_STATE__SESSION_STATE_IDLE;
+		r.pid = pid;
+		p->ops->reply(p, &r);
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* The environment                                                     */
+
+static bool has_prefix(const ProtobufCBinaryData *e, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	return e->len >= n && memcmp(e->data, prefix, n) == 0;
+}
+
+/* The client's entries, less toolrun's variables and LD_PRELOAD (which
+ * the Spawn sets), copied: the call's memory goes with it. */
+static int keep_env(struct session *s, const Toolrun__SessionCall *c)
+{
+	size_t bytes = 0;
+	for (size_t i = 0; i < c->n_envp; i++)
+		bytes += c->envp[i].len;
+	s->env = malloc((c->n_envp + 1) * sizeof(*s->env) + bytes + 1);
+	if (!s->env)
+		return -ENOMEM;
+	uint8_t *pool = (uint8_t *)(s->env + c->n_envp + 1);
+	for (size_t i = 0; i < c->n_envp; i++) {
+		const ProtobufCBinaryData *e = &c->envp[i];
+		if (!memchr(e->data, '=', e->len) || memchr(e->data, '\0', e->len))
+			return -EINVAL;
+		if (has_prefix(e, "TOOLRUN_"))
+			continue;
+		memcpy(pool, e->data, e->len);
+		s->env[s->nenv++] = (ProtobufCBinaryData){e->len, pool};
+		pool += e->len;
+	}
+	return 0;
+}
+
+/* "NAME=dev:ino" of an fd's file: how the library knows the agent's
+ * streams (as for an agent command, jobstart.c). */
+static void identity(char *buf, size_t len, const char *name, int fd)
+{
+	struct stat st;
+
+	if (fd >= 0 && fstat(fd, &st) == 0)
+		snprintf(buf, len, "%s=%llu:%llu", name, (unsigned long long)st.st_dev,
+			 (unsigned long long)st.st_ino);
+	else
+		snprintf(buf, len, "%s=", name);
+}
+
+struct session_env {
+	ProtobufCBinaryData *v;
+	size_t n;
+	char preload[CONFIG_PATH_MAX + 4096], out[64], err[64], cmd[48], id[48];
+};
+
+/* LD_PRELOAD with toolrun's library first, unless the client's has it. */
+static void preload_entry(struct session_env *se, const struct session *s, const char *lib)
+{
+	const ProtobufCBinaryData *theirs = NULL;
+	for (size_t i = 0; i < s->nenv; i++)
+		if (has_prefix(&s->env[i], "LD_PRELOAD="))
+			theirs = &s->env[i];
+	size_t skip = strlen("LD_PRELOAD=");
+	int n = theirs ? (int)(theirs->len - skip) : 0;
+	const char *v = theirs ? (const char *)theirs->data + skip : "";
+	if (!lib[0] || (theirs && memmem(v, (size_t)n, lib, strlen(lib))))
+		snprintf(se->preload, sizeof(se->preload), "LD_PRELOAD=%.*s", n, v);
+	else
+		snprintf(se->preload, sizeof(se->preload), "LD_PRELOAD=%s%s%.*s", lib,
+			 n ? " " : "", n, v);
+}
+
+static int build_env(struct session_env *se, const struct session *s, int out_w, int err_w,
+		     const char *lib)
+{
+	se->v = calloc(s->nenv + 6, sizeof(*se->v));
+	if (!se->v)
+		return -ENOMEM;
+	bool has_term = false;
+	for (size_t i = 0; i < s->nenv; i++) {
+		if (has_prefix(&s->env[i], "LD_PRELOAD="))
+			continue;
+		has_term |= has_prefix(&s->env[i], "TERM=");
+		se->v[se->n++] = s->env[i];
+	}
+	preload_entry(se, s, lib);
+	identity(se->out, sizeof(se->out), "TOOLRUN_AGENT_STDOUT", out_w);
+	identity(se->err, sizeof(se->err), "TOOLRUN_AGENT_STDERR", err_w);
+	snprintf(se->cmd, sizeof(se->cmd), "TOOLRUN_COMMAND=%llu", (unsigned long long)s->job_id);
+	snprintf(se->id, sizeof(se->id), "TOOLRUN_SESSION=%s", s->id);
+	const char *extra[] = {se->preload, se->out, se->err, se->cmd, se->id,
+			       s->tty && !has_term ? "TERM=dumb" : NULL};
+	for (size_t i = 0; i < ARRAY_SIZE(extra); i++)
+		if (extra[i])
+			se->v[se->n++] = (ProtobufCBinaryData){strlen(extra[i]), (uint8_t *)extra[i]};
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The Spawn                                                           */
+
+/* Our ends of the commands' and the statuses' pipes; theirs in child[]. */
+static int control_pipes(struct session *s, int child[2])
+{
+	int cmd[2], st[2];
+
+	if (pipe2(cmd, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(st, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(cmd[0]);
+		close(cmd[1]);
+		return -e;
+	}
+	fcntl(cmd[1], F_SETPIPE_SZ, COMMAND_PIPE_SIZE);
+	fcntl(cmd[1], F_SETFL, O_NONBLOCK);
+	fcntl(st[0], F_SETFL, O_NONBLOCK);
+	s->cmd_fd = cmd[1];
+	s->status_fd = st[0];
+	child[0] = cmd[0];
+	child[1] = st[1];
+	return 0;
+}
+
+/* Spawn its bash with std[3] as its fds 0-2 (the order takes them). */
+static int spawn_shell(struct session *s, int std[3], char *why, size_t len)
+{
+	struct jobs *J = s->S->J;
+	static const uint32_t targets[] = {0, 1, 2, 3, 4};
+	int ctl[2];
+	int r = control_pipes(s, ctl);
+	if (r < 0) {
+		snprintf(why, len, "toolrund failed to create a pipe: %s", errno_text(-r));
+		return r;
+	}
+	struct session_env se = {0};
+	if (build_env(&se, s, std[1], std[2], J->cfg->preload) < 0) {
+		close(ctl[0]);
+		close(ctl[1]);
+		snprintf(why, len, "toolrund is out of memory");
+		return -ENOMEM;
+	}
+	static const char *const argv_s[] = {"bash", "--noprofile", "--norc", "-c", wrapper,
+					     "bash"};
+	ProtobufCBinaryData argv[ARRAY_SIZE(argv_s)];
+	for (size_t i = 0; i < ARRAY_SIZE(argv_s); i++)
+		argv[i] = (ProtobufCBinaryData){strlen(argv_s[i]), (uint8_t *)argv_s[i]};
+	Toolrun__Request req = TOOLRUN__REQUEST__INIT;
+	req.executable = (ProtobufCBinaryData){strlen(SESSION_SHELL), (uint8_t *)SESSION_SHELL};
+	req.argv = argv;
+	req.n_argv = ARRAY_SIZE(argv);
+	struct limits lim = policy_command_limits(J->cfg);
+	int fds[6] = {s->cwd_fd, std[0], std[1], std[2], ctl[0], ctl[1]};
+	struct spawn_order so = {
+		.job = s->job_id, .req = &req, .env = se.v, .nenv = se.n, .limits = &lim,
+		.command = true, .tool = "session", .uid = s->uid, .gid = s->gid,
+		.groups = s->groups, .ngroups = s->ngroups, .fds = fds, .nfds = 6,
+		.targets = targets, .ntargets = 5, .controlling_tty = s->tty,
+	};
+	r = order_spawn(J->orders, &so, why, len);
+	free(se.v);
+	if (r < 0) {
+		close(ctl[0]);
+		close(ctl[1]);
+		return r;
+	}
+	s->cwd_fd = -1; /* the order's now, as are std and ctl */
+	s->phase = SESSION_STARTING;
+	return 0;
+}
+
+/* Without a terminal: a pipe for each of stdin, stdout and stderr. */
+static int spawn_with_pipes(struct session *s, char *why, size_t len)
+{
+	int p[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};
+	for (int i = 0; i < 3; i++) {
+		if (pipe2(p[i], O_CLOEXEC) < 0) {
+			snprintf(why, len, "toolrund failed to create a pipe: %s", errno_text(errno));
+			for (int k = 0; k < i; k++) {
+				close(p[k][0]);
+				close(p[k][1]);
+			}
+			return -1;
+		}
+	}
+	s->in_fd = p[0][1];
+	s->out_fd[0] = p[1][0];
+	s->out_fd[1] = p[2][0];
+	struct stat st;
+	if (fstat(p[0][0], &st) == 0) {
+		s->in_dev = st.st_dev;
+		s->in_ino = st.st_ino;
+	}
+	fcntl(s->in_fd, F_SETFL, O_NONBLOCK);
+	for (int i = 0; i < 2; i++) {
+		fcntl(s->out_fd[i], F_SETFL, O_NONBLOCK);
+		fcntl(s->out_fd[i], F_SETPIPE_SZ, 1024 * 1024); /* best effort */
+	}
+	int std[3] = {p[0][0], p[1][1], p[2][1]};
+	if (spawn_shell(s, std, why, len) < 0) {
+		for (int i = 0; i < 3; i++)
+			close(std[i]);
+		return -1;
+	}
+	return 0;
+}
+
+bool sessions_on_pty(struct sessions *S, uint64_t id, int err, int master, int slave)
+{
+	struct session *s = session_by_job(S, id);
+	char why[256];
+
+	if (!s) {
+		if (master >= 0)
+			close(master);
+		if (slave >= 0)
+			close(slave);
+		return false;
+	}
+	if (err) {
+		snprintf(why, sizeof(why), "toolrund could not open a terminal (/dev/ptmx): %s",
+			 errno_text(err));
+		session_failed(s, why);
+		return true;
+	}
+	struct stat st;
+	if (fstat(slave, &st) == 0) {
+		s->in_dev = st.st_dev;
+		s->in_ino = st.st_ino;
+	}
+	fcntl(master, F_SETFL, O_NONBLOCK);
+	s->out_fd[0] = master;
+	s->in_fd = fcntl(master, F_DUPFD_CLOEXEC, 3);
+	int std[3] = {slave, fcntl(slave, F_DUPFD_CLOEXEC, 3), fcntl(slave, F_DUPFD_CLOEXEC, 3)};
+	if (s->in_fd < 0 || std[1] < 0 || std[2] < 0) {
+		snprintf(why, sizeof(why), "toolrund failed to duplicate the terminal: %s",
+			 errno_text(errno));
+	} else if (spawn_shell(s, std, why, sizeof(why)) == 0) {
+		return true;
+	}
+	for (int i = 0; i < 3; i++)
+		if (std[i] >= 0)
+			close(std[i]);
+	session_failed(s, why);
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* NEW                                                                 */
+
+static unsigned sessions_of(const struct sessions *S, uid_t uid)
+{
+	unsigned n = 0;
+	for (const struct session *s = S->list; s; s = s->next)
+		n += s->uid == uid && s->phase != SESSION_ENDED;
+	return n;
+}
+
+static bool id_taken(const struct sessions *S, const char *id)
+{
+	for (const struct session *s = S->list; s; s = s->next)
+		if (strcmp(s->id, id) == 0)
+			return true;
+	return false;
+}
+
+/* Eight random hex digits: the ids of a daemon that restarted do not
+ * name the new daemon's sessions by chance. */
+static void new_id(struct sessions *S, char *id, size_t len)
+{
+	do {
+		uint32_t v = 0;
+		if (getrandom(&v, sizeof(v), 0) != sizeof(v))
+			v = (uint32_t)monotonic_us() ^ (uint32_t)S->J->next_id;
+		snprintf(id, len, "%08x", v);
+	} while (id_taken(S, id));
+}
+
+static struct session *session_alloc(struct sessions *S, const struct session_peer *p,
+				     const Toolrun__SessionCall *c)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	*s = (struct session){
+		.S = S, .uid = p->who.uid, .gid = p->who.gid, .caller_pid = p->who.pid,
+		.tty = c->tty, .cwd_fd = -1, .in_fd = -1, .out_fd = {-1, -1}, .cmd_fd = -1,
+		.status_fd = -1, .status_ev.fd = -1, .job_id = ++S->J->next_id,
+		.created_ms = monotonic_ms(),
+	};
+	s->client.ops = &session_client_ops;
+	s->last_call_ms = s->created_ms;
+	new_id(S, s->id, sizeof(s->id));
+	s->groups = p->who.ngroups ? malloc(p->who.ngroups * sizeof(gid_t)) : NULL;
+	s->cwd = strndup(c->cwd.len ? (const char *)c->cwd.data : "", c->cwd.len);
+	if ((p->who.ngroups && !s->groups) || !s->cwd || keep_env(s, c) < 0) {
+		free(s->groups);
+		free(s->cwd);
+		free(s->env);
+		free(s);
+		return NULL;
+	}
+	if (p->who.ngroups)
+		memcpy(s->groups, p->who.groups, p->who.ngroups * sizeof(gid_t));
+	s->ngroups = p->who.ngroups;
+	struct session *last = S->list;
+	while (last && last->next)
+		last = last->next;
+	s->prev = last;
+	if (last)
+		last->next = s;
+	else
+		S->list = s;
+	S->count++;
+	return s;
+}
+
+/* At the limits (session_max, session_max_per_uid): say which. */
+static bool at_limit(struct sessions *S, struct session_peer *p)
+{
+	const struct config *cfg = S->J->cfg;
+	char why[200];
+	unsigned mine = sessions_of(S, p->who.uid);
+
+	if (mine >= cfg->session_max_per_uid)
+		snprintf(why, sizeof(why),
+			 "uid %u has %u sessions, the most session_max_per_uid allows: close one "
+			 "('toolrun session list' shows them)", (unsigned)p->who.uid, mine);
+	else if (S->count >= cfg->session_max)
+		snprintf(why, sizeof(why), "toolrund hosts %u sessions, the most session_max allows",
+			 S->count);
+	else
+		return false;
+	reply_new_failed(p, TOOLRUN__ERROR_CODE__ERROR_BUSY, why);
+	return true;
+}
+
+void session_new(struct sessions *S, struct session_peer *p, const Toolrun__SessionCall *c,
+		 int cwd_fd)
+{
+	char why[256] = "";
+
+	if (at_limit(S, p)) {
+		close(cwd_fd);
+		return;
+	}
+	struct session *s = session_alloc(S, p, c);
+	if (!s) {
+		close(cwd_fd);
+		reply_new_failed(p, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE,
+				 "out of memory, or an environment entry without '=' or with NUL");
+		return;
+	}
+	s->cwd_fd = cwd_fd;
+	s->waiter = p;
+	p->waiting_on = s;
+	if (s->tty) {
+		s->phase = SESSION_OPENING_PTY;
+		order_open_pty(S->J->orders, s->job_id, s->uid, s->gid);
+		return;
+	}
+	if (spawn_with_pipes(s, why, sizeof(why)) < 0)
+		session_failed(s, why);
+}
+
+/* ------------------------------------------------------------------ */
+/* Commands, and the end                                               */
+
+int session_attach_command(struct session *s, const ProtobufCBinaryData *command, char *why,
+			   size_t len)
+{
+	struct job_caller who = {
+		.uid = s->uid, .gid = s->gid, .groups = s->groups, .ngroups = s->ngroups,
+		.pid = s->caller_pid,
+	};
+	struct job_attach a = {
+		.who = &who,
+		.client = &s->client,
+		.fds = {s->out_fd[0], s->out_fd[1]},
+		.command = *command,
+		.cwd = {s->cwd ? strlen(s->cwd) : 0, (uint8_t *)s->cwd},
+		.command_job = s->job_id,
+		.pid = s->pid,
+	};
+	snprintf(a.name, sizeof(a.name), "session %s", s->id);
+	return job_attach(s->S->J, &a, why, len) ? 0 : -1;
+}
+
+void session_close_fds(struct session *s)
+{
+	event_del(s->S->J->loop, &s->status_ev);
+	close_fd(&s->cwd_fd);
+	close_fd(&s->in_fd);
+	close_fd(&s->out_fd[0]);
+	close_fd(&s->out_fd[1]);
+	close_fd(&s->cmd_fd);
+	close_fd(&s->status_fd);
+}
+
+static void session_free(void *p)
+{
+	struct session *s = p;
+
+	free(s->groups);
+	free(s->env);
+	free(s->command);
+	free(s->cwd);
+	free(s->pending[0].p);
+	free(s->pending[1].p);
+	free(s);
+}
+
+void session_forget(struct session *s)
+{
+	struct sessions *S = s->S;
+	struct event_loop *loop = S->J->loop;
+
+	if (s->waiter) {
+		s->waiter->waiting_on = NULL;
+		s->waiter = NULL;
+	}
+	timer_cancel(loop, &s->wait_timer);
+	timer_cancel(loop, &s->check_timer);
+	timer_cancel(loop, &s->idle_timer);
+	session_close_fds(s);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		S->list = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	S->count--;
+	if (event_release(loop, s, session_free) < 0)
+		log_error("out of memory: session %s not freed", s->id);
+}
