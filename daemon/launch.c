@@ -1,6 +1,5 @@
 #include "launch.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <signal.h>
@@ -110,6 +109,17 @@ static void sort_ints(int *v, unsigned n)
 	}
 }
 
+struct fd_range {
+	unsigned lo, hi;
+};
+
+static void cloexec_if_in(int fd, void *arg)
+{
+	const struct fd_range *r = arg;
+	if ((unsigned)fd >= r->lo && (unsigned)fd <= r->hi)
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
 /* Mark close-on-exec every fd in [lo, hi]. */
 static int cloexec_range(unsigned lo, unsigned hi)
 {
@@ -118,26 +128,8 @@ static int cloexec_range(unsigned lo, unsigned hi)
 	if (errno != ENOSYS && errno != EINVAL)
 		return -1;
 	/* Kernels before 5.11: walk the fd table. */
-	int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return -1;
-	char buf[1024];
-	long n;
-	while ((n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
-		for (long off = 0; off < n;) {
-			struct dirent64 *d = (struct dirent64 *)(buf + off);
-			off += d->d_reclen;
-			if (d->d_name[0] < '0' || d->d_name[0] > '9')
-				continue;
-			unsigned fd = 0;
-			for (const char *p = d->d_name; *p; p++)
-				fd = fd * 10 + (unsigned)(*p - '0');
-			if (fd >= lo && fd <= hi && (int)fd != dir)
-				fcntl((int)fd, F_SETFD, FD_CLOEXEC);
-		}
-	}
-	close(dir);
-	return n < 0 ? -1 : 0;
+	struct fd_range r = {lo, hi};
+	return fd_walk(cloexec_if_in, &r) == FD_WALK_DONE ? 0 : -1;
 }
 
 /* Put each source fd at its target number; everything else is closed at

@@ -1,6 +1,5 @@
 #include "client.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -278,9 +277,9 @@ static int setup_memory(struct client *cl, size_t *argc, size_t *envc)
 	return 0;
 }
 
-static void consider_fd(struct client *cl, int fd, int skip)
+static void consider_fd(struct client *cl, int fd)
 {
-	if (fd == skip || fd == cl->cwd_fd)
+	if (fd == cl->cwd_fd)
 		return;
 	if ((fd == 1 && cl->sink.shape_stdout) || (fd == 2 && cl->sink.shape_stderr))
 		return; /* the daemon supplies a pipe */
@@ -300,33 +299,18 @@ static void consider_fd(struct client *cl, int fd, int skip)
 	cl->targets[i] = (uint32_t)fd;
 }
 
+static void consider_listed_fd(int fd, void *arg)
+{
+	consider_fd(arg, fd);
+}
+
 /* Every fd the program would inherit across exec, at its number. */
 static void collect_fds(struct client *cl)
 {
-	_cleanup_close_ int dir =
-		open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	char buf[1024];
-
-	if (dir < 0) {
+	/* A read that fails part-way keeps the fds seen so far. */
+	if (fd_walk(consider_listed_fd, cl) == FD_WALK_NO_DIR)
 		for (int fd = 0; fd < 1024; fd++)
-			consider_fd(cl, fd, -1);
-	} else {
-		for (;;) {
-			long n = syscall(SYS_getdents64, dir, buf, sizeof(buf));
-			if (n <= 0)
-				break;
-			for (long off = 0; off < n;) {
-				struct dirent64 *d = (struct dirent64 *)(buf + off);
-				off += d->d_reclen;
-				if (d->d_name[0] < '0' || d->d_name[0] > '9')
-					continue;
-				long fd = 0;
-				for (const char *p = d->d_name; *p; p++)
-					fd = fd * 10 + (*p - '0');
-				consider_fd(cl, (int)fd, dir);
-			}
-		}
-	}
+			consider_fd(cl, fd);
 	cl->fds[0] = cl->cwd_fd;
 	for (unsigned i = 0; i < cl->ntargets; i++)
 		cl->fds[1 + i] = (int)cl->targets[i];
