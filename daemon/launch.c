@@ -45,55 +45,11 @@ static NORETURN void fail(int status_fd, enum launch_step step)
 	_exit(127);
 }
 
-static int read_int_file(const char *path, int *value)
-{
-	char buf[32];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	*value = atoi(buf);
-	return 0;
-}
-
 int launch_self_init(struct launch_self *self)
 {
-	struct sched_param param;
-
 	self->pid = getpid();
-	self->ignored_signals = 0;
-	for (int sig = 1; sig <= 64; sig++) {
-		struct sigaction sa;
-		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
-			self->ignored_signals |= UINT64_C(1) << (sig - 1);
-	}
-	for (int r = 0; r < RLIM_NLIMITS; r++)
-		if (getrlimit(r, &self->limits[r]) < 0)
-			return -1;
-	errno = 0;
-	self->nice = getpriority(PRIO_PROCESS, 0);
-	if (errno)
-		return -1;
-	long n = syscall(SYS_sched_getaffinity, 0, sizeof(self->cpu_affinity),
-			 self->cpu_affinity);
-	self->cpu_affinity_len = n > 0 ? (size_t)n : 0;
-	if (read_int_file("/proc/self/oom_score_adj", &self->oom_score_adj) < 0)
-		return -1;
-	long prio = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
-	self->io_priority = prio > 0 ? (unsigned)prio : 0;
-	self->sched_policy = sched_getscheduler(0);
-	if (self->sched_policy < 0 || sched_getparam(0, &param) < 0)
-		return -1;
-	self->sched_priority = param.sched_priority;
-	int pers = personality(0xffffffff);
-	if (pers < 0)
-		return -1;
-	self->personality = (unsigned long)pers;
-	return 0;
+	/* Every part but the best-effort affinity and I/O priority. */
+	return procstate_capture(&self->state) ? -1 : 0;
 }
 
 static void sort_ints(int *v, unsigned n)
@@ -180,7 +136,7 @@ static int apply_limits(const struct launch_plan *p)
 {
 	for (unsigned i = 0; i < p->nlimits; i++) {
 		const struct launch_limit *l = &p->limits[i];
-		const struct rlimit *cur = &p->self->limits[l->resource];
+		const struct rlimit *cur = &p->self->state.limits[l->resource];
 		struct rlimit want;
 		want.rlim_max = MIN((rlim_t)l->hard, cur->rlim_max);
 		want.rlim_cur = MIN((rlim_t)l->soft, want.rlim_max);
@@ -196,7 +152,7 @@ static int apply_limits(const struct launch_plan *p)
  * policy) leaves the program with the launcher's own. */
 static void apply_scheduling(const struct launch_plan *p)
 {
-	const struct launch_self *self = p->self;
+	const struct procstate *self = &p->self->state;
 	struct sched_param param = {.sched_priority = p->sched_priority};
 
 	if (p->nice != self->nice)
@@ -234,7 +190,7 @@ static int apply_signals(const struct launch_plan *p)
 {
 	struct sigaction ign = {.sa_handler = SIG_IGN}, dfl = {.sa_handler = SIG_DFL};
 	uint64_t want = p->has_state ? p->ignored_signals : 0;
-	uint64_t change = want ^ p->self->ignored_signals;
+	uint64_t change = want ^ p->self->state.ignored_signals;
 	sigset_t mask;
 
 	sigemptyset(&mask);
