@@ -38,44 +38,11 @@ const char config_default_path[] = TOOLRUN_SYSCONFDIR "/toolrun/toolrun.conf";
 struct parse_state {
 	struct config *cfg;
 	bool failed;
-	bool seen[40]; /* scalar keys of the global section already set */
+	bool seen[40]; /* keys of the global section already set, by row */
 };
 
-/* The resource-limit keys, by enum policy_rlimit. */
-static const char *const rlimit_keys[POLICY_RLIMIT_COUNT] = {
-	[POLICY_RLIMIT_AS] = "rlimit_as",
-	[POLICY_RLIMIT_NPROC] = "rlimit_nproc",
-	[POLICY_RLIMIT_FSIZE] = "rlimit_fsize",
-	[POLICY_RLIMIT_NOFILE] = "rlimit_nofile",
-	[POLICY_RLIMIT_CPU] = "rlimit_cpu",
-};
-
-/* Safe defaults: enough for the tools an agent runs on big inputs, not
- * enough for a bomb to take the machine down. */
-static const uint64_t rlimit_defaults[POLICY_RLIMIT_COUNT] = {
-	[POLICY_RLIMIT_AS] = UINT64_C(8) << 30,
-	[POLICY_RLIMIT_NPROC] = 1024,
-	[POLICY_RLIMIT_FSIZE] = UINT64_C(8) << 30,
-	[POLICY_RLIMIT_NOFILE] = 4096,
-	[POLICY_RLIMIT_CPU] = 600,
-};
-
-/* Where toolrund listens when the directory of `socket` is read-only or
- * not its own: /dev/shm is a writable tmpfs in every Docker container and
- * Kubernetes pod, even with a read-only root; /tmp often is too. */
-static const char *const socket_fallback_defaults[] = {
-	"/dev/shm/toolrun/toolrun.sock",
-	"/tmp/toolrun/toolrun.sock",
-};
 #define WAIT_DAEMON_MAX 600
 
-/* Variables no tool sees unless the config says otherwise. */
-static const char env_deny_default[] = "*TOKEN* *SECRET* *KEY*";
-
-/* Where a program listed by name counts as that tool: where packages
- * install programs, which only root may write. */
-static const char trusted_dirs_default[] =
-	"/usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin";
 /* The longest directory of trusted_dirs: DIR/NAME, with a name of up to
  * 255 bytes, must fit CONFIG_PATH_MAX. */
 #define TRUSTED_DIR_MAX (CONFIG_PATH_MAX - 1 - 1 - 255)
@@ -118,44 +85,6 @@ static bool pool_add(struct config *cfg, const char *text, size_t len,
 	return true;
 }
 
-void config_init(struct config *cfg, const char *file)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	copy_str(cfg->file, sizeof(cfg->file), file);
-	copy_str(cfg->socket, sizeof(cfg->socket), "/run/toolrun/toolrun.sock");
-	for (unsigned i = 0; i < ARRAY_SIZE(socket_fallback_defaults); i++)
-		copy_str(cfg->socket_fallback[i], CONFIG_SOCKET_MAX,
-			 socket_fallback_defaults[i]);
-	cfg->nsocket_fallback = ARRAY_SIZE(socket_fallback_defaults);
-	cfg->wait_daemon_s = 5;
-	cfg->defaults.max_bytes = 4000;
-	cfg->defaults.max_lines = 200;
-	cfg->defaults.timeout_s = 30;
-	cfg->defaults.shape = SHAPE_HEAD_TAIL;
-	for (int r = 0; r < POLICY_RLIMIT_COUNT; r++)
-		cfg->defaults.rlimit[r] = rlimit_defaults[r];
-	cfg->defaults.network = NETWORK_DENY;
-	cfg->defaults.env_deny_len = sizeof(env_deny_default) - 1;
-	pool_add(cfg, env_deny_default, sizeof(env_deny_default) - 1,
-		 &cfg->defaults.env_deny);
-	cfg->trusted_dirs_len = sizeof(trusted_dirs_default) - 1;
-	pool_add(cfg, trusted_dirs_default, sizeof(trusted_dirs_default) - 1,
-		 &cfg->trusted_dirs);
-	cfg->truncate = TRUNCATE_SINK;
-	cfg->fallback = FALLBACK_FAIL;
-	cfg->agent_commands = true;
-	cfg->command_timeout_s = 300;
-	cfg->binary = BINARY_SUMMARY;
-	copy_str(cfg->spill_dir, sizeof(cfg->spill_dir), "/tmp/toolrun-output");
-	cfg->spill_max_bytes = UINT64_C(64) << 20;
-	cfg->spill_total_bytes = UINT64_C(1) << 30;
-	cfg->spill_expire_s = 24 * 3600;
-	copy_str(cfg->audit_log, sizeof(cfg->audit_log), "/var/log/toolrun/audit.jsonl");
-	cfg->audit_max_bytes = UINT64_C(16) << 20;
-	cfg->audit_keep = 4;
-	copy_str(cfg->preload, sizeof(cfg->preload), TOOLRUN_PKGLIBDIR "/libtoolrun.so");
-}
-
 unsigned config_socket_count(const struct config *cfg)
 {
 	return 1 + cfg->nsocket_fallback;
@@ -169,18 +98,6 @@ const char *config_socket_at(const struct config *cfg, unsigned i)
 const char *config_text(const struct config *cfg, uint32_t off)
 {
 	return cfg->pool + off;
-}
-
-/* on | off */
-static bool parse_switch(const char *s, bool *out)
-{
-	if (strcmp(s, "on") == 0)
-		*out = true;
-	else if (strcmp(s, "off") == 0)
-		*out = false;
-	else
-		return false;
-	return true;
 }
 
 /* Parse a decimal number in [0, max]. */
@@ -301,102 +218,6 @@ static int parse_tools(struct parse_state *st, const char *value)
 	return 1;
 }
 
-/* An environment pattern list: fnmatch patterns separated by spaces. */
-static int parse_patterns(struct parse_state *st, const char *name,
-			  const char *value, uint32_t *off, uint32_t *len)
-{
-	for (const char *p = value; *p; p++)
-		if (*p == '=')
-			return fail(st, name, " takes variable name patterns, not '=': ", value);
-	*len = (uint32_t)strlen(value);
-	if (!pool_add(st->cfg, value, *len, off))
-		return fail(st, "text too long in total (", name, ")");
-	return 1;
-}
-
-/* A limit key valid both globally and in [tool.NAME]. */
-static int parse_limit(struct parse_state *st, const char *name,
-		       const char *value, struct limits *lim, uint16_t *set)
-{
-	uint64_t v;
-
-	for (int r = 0; r < POLICY_RLIMIT_COUNT; r++) {
-		if (strcmp(name, rlimit_keys[r]) != 0)
-			continue;
-		if (!parse_amount(value, &v))
-			return fail(st, name,
-				    " must be a number (with K, M, G or T) or 'unlimited', not '",
-				    value);
-		lim->rlimit[r] = v;
-		*set |= (uint16_t)(LIMIT_SET_RLIMIT << r);
-		return 1;
-	}
-	if (strcmp(name, "network") == 0) {
-		if (strcmp(value, "deny") == 0)
-			lim->network = NETWORK_DENY;
-		else if (strcmp(value, "allow") == 0)
-			lim->network = NETWORK_ALLOW;
-		else
-			return fail(st, "network must be 'deny' or 'allow', not '", value, "'");
-		*set |= LIMIT_SET_NETWORK;
-		return 1;
-	}
-	if (strcmp(name, "env_allow") == 0) {
-		*set |= LIMIT_SET_ENV_ALLOW;
-		return parse_patterns(st, name, value, &lim->env_allow, &lim->env_allow_len);
-	}
-	if (strcmp(name, "env_deny") == 0) {
-		*set |= LIMIT_SET_ENV_DENY;
-		return parse_patterns(st, name, value, &lim->env_deny, &lim->env_deny_len);
-	}
-
-	if (strcmp(name, "max_bytes") == 0) {
-		if (!parse_uint(value, BYTES_MAX, &v))
-			return fail(st, "max_bytes must be a number of bytes (0 for no limit), not '",
-				    value, "'");
-		lim->max_bytes = v;
-		*set |= LIMIT_SET_MAX_BYTES;
-	} else if (strcmp(name, "max_lines") == 0) {
-		if (!parse_uint(value, LINES_MAX, &v))
-			return fail(st, "max_lines must be a number of lines (0 for no limit), not '",
-				    value, "'");
-		lim->max_lines = v;
-		*set |= LIMIT_SET_MAX_LINES;
-	} else if (strcmp(name, "shape") == 0) {
-		if (strcmp(value, "head+tail") == 0)
-			lim->shape = SHAPE_HEAD_TAIL;
-		else if (strcmp(value, "head") == 0)
-			lim->shape = SHAPE_HEAD;
-		else if (strcmp(value, "tail") == 0)
-			lim->shape = SHAPE_TAIL;
-		else
-			return fail(st, "shape must be 'head+tail', 'head' or 'tail', not '",
-				    value, "'");
-		*set |= LIMIT_SET_SHAPE;
-	} else if (strcmp(name, "timeout") == 0) {
-		if (!parse_uint(value, TIMEOUT_MAX, &v))
-			return fail(st, "timeout must be a number of seconds up to 604800 (0 for none), not '",
-				    value, "'");
-		lim->timeout_s = (uint32_t)v;
-		*set |= LIMIT_SET_TIMEOUT;
-	} else {
-		return -1; /* not a limit key */
-	}
-	return 1;
-}
-
-/* Keys that may appear once in the global section. */
-static const char *const scalar_keys[] = {
-	"socket", "max_bytes", "max_lines", "timeout", "truncate", "fallback",
-	"user", "allow_uids", "network", "env_allow", "env_deny",
-	"rlimit_as", "rlimit_nproc", "rlimit_fsize", "rlimit_nofile", "rlimit_cpu",
-	"socket_fallback", "wait_daemon", "shape", "agent_commands",
-	"command_timeout", "binary", "spill_dir", "spill_max", "spill_total",
-	"spill_expire", "audit_log", "audit_max", "audit_keep", "preload", "trusted_dirs",
-};
-_Static_assert(ARRAY_SIZE(scalar_keys) <= sizeof(((struct parse_state *)0)->seen),
-	       "parse_state.seen has a flag for each scalar key");
-
 /* A socket path: absolute, and short enough for PATH.new in sun_path. */
 static bool check_socket_path(struct parse_state *st, const char *key,
 			      const char *value, size_t len)
@@ -419,11 +240,195 @@ static bool check_socket_path(struct parse_state *st, const char *key,
 	return true;
 }
 
+/*
+ * The keys: one row each, for the defaults (config_init), the parser
+ * (handle_global, handle_tool) and what a reload may change
+ * (config_reload_fixed). A row's parser gets the field its offset names,
+ * in struct config, or for a limit key in struct limits (the global
+ * defaults, or a tool's own); it returns 1, or 0 after fail().
+ */
+struct config_key;
+typedef int key_parser(struct parse_state *st, const struct config_key *k,
+		       void *field, const char *value);
+
+/* What the field holds, which says how two configs compare on it. */
+enum key_type {
+	KEY_NUMBER,    /* an unsigned integer, enum or bool of `size` bytes */
+	KEY_STRING,    /* a NUL-terminated char array */
+	KEY_TEXT,      /* pool text: uint32_t offset, then uint32_t length */
+	KEY_FALLBACKS, /* socket_fallback: the array and its count */
+	KEY_TOOLS,     /* the tools list */
+};
+
+struct key_choice {
+	const char *word;
+	unsigned value;
+};
+
+struct config_key {
+	const char *name;
+	enum key_type type;
+	size_t offset, size;
+	/* Also a key of [tool.NAME]: offset is into struct limits, and
+	 * set_bit (LIMIT_SET_*) records that a section gave it. */
+	bool in_limits;
+	uint16_t set_bit;
+	/* May be given again (and appends); every other key only once. */
+	bool repeats;
+	key_parser *parse;
+	/* The built-in value, as the file would say it; NULL: none. */
+	const char *def;
+	uint64_t min, max;                /* numbers and sizes */
+	const struct key_choice *choices; /* words, ended by {NULL} */
+	const char *msg;                  /* the error, for a value refused */
+	/* A reload keeps the running value until a restart: the name that
+	 * says so (several keys may share one). NULL: a reload applies it. */
+	const char *restart;
+};
+
+static void store_uint(void *field, size_t size, uint64_t v)
+{
+	if (size == sizeof(uint64_t)) {
+		uint64_t x = v;
+		memcpy(field, &x, size);
+	} else if (size == sizeof(uint32_t)) {
+		uint32_t x = (uint32_t)v;
+		memcpy(field, &x, size);
+	} else {
+		uint8_t x = (uint8_t)v;
+		memcpy(field, &x, 1);
+	}
+}
+
+/* A decimal number in [min, max]. */
+static int parse_number(struct parse_state *st, const struct config_key *k,
+			void *field, const char *value)
+{
+	uint64_t v;
+
+	if (!parse_uint(value, k->max, &v) || v < k->min)
+		return fail(st, k->msg, value, "'");
+	store_uint(field, k->size, v);
+	return 1;
+}
+
+/* One of the row's words. */
+static int parse_choice(struct parse_state *st, const struct config_key *k,
+			void *field, const char *value)
+{
+	for (const struct key_choice *c = k->choices; c->word; c++) {
+		if (strcmp(value, c->word) == 0) {
+			store_uint(field, k->size, c->value);
+			return 1;
+		}
+	}
+	return fail(st, k->msg, value, "'");
+}
+
+/* A size with K, M, G or T, of at least min bytes; not "unlimited". */
+static int parse_size(struct parse_state *st, const struct config_key *k,
+		      void *field, const char *value)
+{
+	uint64_t v;
+
+	if (!parse_amount(value, &v) || v == POLICY_UNLIMITED || v < k->min)
+		return fail(st, k->name, k->msg, value);
+	store_uint(field, k->size, v);
+	return 1;
+}
+
+/* A resource limit: an amount, or "unlimited". */
+static int parse_rlimit(struct parse_state *st, const struct config_key *k,
+			void *field, const char *value)
+{
+	uint64_t v;
+
+	if (!parse_amount(value, &v))
+		return fail(st, k->name, k->msg, value);
+	store_uint(field, k->size, v);
+	return 1;
+}
+
+/* Text kept in the pool (allow_uids). */
+static int parse_text(struct parse_state *st, const struct config_key *k,
+		      void *field, const char *value)
+{
+	uint32_t *off = field, *len = off + 1;
+
+	*len = (uint32_t)strlen(value);
+	if (!pool_add(st->cfg, value, *len, off))
+		return fail(st, "text too long in total (", k->name, ")");
+	return 1;
+}
+
+/* An environment pattern list: fnmatch patterns separated by spaces. */
+static int parse_patterns(struct parse_state *st, const struct config_key *k,
+			  void *field, const char *value)
+{
+	for (const char *p = value; *p; p++)
+		if (*p == '=')
+			return fail(st, k->name, " takes variable name patterns, not '=': ", value);
+	return parse_text(st, k, field, value);
+}
+
+/* An absolute path, or empty (spill_dir, audit_log). */
+static int parse_path_or_empty(struct parse_state *st, const struct config_key *k,
+			       void *field, const char *value)
+{
+	if (value[0] != '\0' && value[0] != '/')
+		return fail(st, k->name, " must be an absolute path or empty: ", value);
+	if (strlen(value) >= k->size)
+		return fail(st, k->name, " is too long: ", value);
+	copy_str(field, k->size, value);
+	return 1;
+}
+
+static int parse_preload(struct parse_state *st, const struct config_key *k,
+			 void *field, const char *value)
+{
+	/* ld.so splits LD_PRELOAD at colons and spaces: such a path could
+	 * never be one entry. */
+	if (value[0] != '/' || strpbrk(value, ": "))
+		return fail(st, "preload must be an absolute path without ':' or ' ': ", value, NULL);
+	if (strlen(value) >= k->size)
+		return fail(st, "preload is too long: ", value, NULL);
+	copy_str(field, k->size, value);
+	return 1;
+}
+
+static int parse_socket(struct parse_state *st, const struct config_key *k,
+			void *field, const char *value)
+{
+	if (!check_socket_path(st, k->name, value, strlen(value)))
+		return 0;
+	copy_str(field, k->size, value);
+	return 1;
+}
+
+static int parse_user(struct parse_state *st, const struct config_key *k,
+		      void *field, const char *value)
+{
+	if (value[0] == '\0' || strlen(value) >= k->size || strpbrk(value, " \t:/"))
+		return fail(st, "user must be a user name or number, not '", value, "'");
+	copy_str(field, k->size, value);
+	return 1;
+}
+
+static int parse_tools_key(struct parse_state *st, const struct config_key *k,
+			   void *field, const char *value)
+{
+	(void)k;
+	(void)field;
+	return parse_tools(st, value);
+}
+
 /* socket_fallback: paths separated by spaces; empty: none. */
-static int parse_socket_fallback(struct parse_state *st, const char *value)
+static int parse_socket_fallback(struct parse_state *st, const struct config_key *k,
+				 void *field, const char *value)
 {
 	struct config *cfg = st->cfg;
 
+	(void)field;
 	cfg->nsocket_fallback = 0;
 	for (const char *p = value + strspn(value, " \t"); *p;) {
 		size_t n = strcspn(p, " \t");
@@ -432,7 +437,7 @@ static int parse_socket_fallback(struct parse_state *st, const char *value)
 		size_t keep = n < sizeof(path) - 1 ? n : sizeof(path) - 1;
 		memcpy(path, p, keep);
 		path[keep] = '\0';
-		if (!check_socket_path(st, "socket_fallback", path, n))
+		if (!check_socket_path(st, k->name, path, n))
 			return 0;
 		if (cfg->nsocket_fallback == CONFIG_MAX_FALLBACKS)
 			return fail(st, "socket_fallback lists more than 4 paths", NULL, NULL);
@@ -444,10 +449,9 @@ static int parse_socket_fallback(struct parse_state *st, const char *value)
 }
 
 /* trusted_dirs: absolute directories separated by spaces; empty: any. */
-static int parse_trusted_dirs(struct parse_state *st, const char *value)
+static int parse_trusted_dirs(struct parse_state *st, const struct config_key *k,
+			      void *field, const char *value)
 {
-	struct config *cfg = st->cfg;
-
 	for (const char *p = value + strspn(value, " \t"); *p;) {
 		size_t n = strcspn(p, " \t");
 		char dir[TRUSTED_DIR_MAX + 2];
@@ -461,127 +465,163 @@ static int parse_trusted_dirs(struct parse_state *st, const char *value)
 		p += n;
 		p += strspn(p, " \t");
 	}
-	cfg->trusted_dirs_len = (uint32_t)strlen(value);
-	if (!pool_add(cfg, value, cfg->trusted_dirs_len, &cfg->trusted_dirs))
-		return fail(st, "text too long in total (trusted_dirs)", NULL, NULL);
-	return 1;
+	return parse_text(st, k, field, value);
+}
+
+static const struct key_choice switch_words[] = {{"on", true}, {"off", false}, {NULL, 0}};
+static const struct key_choice shape_words[] = {
+	{"head+tail", SHAPE_HEAD_TAIL}, {"head", SHAPE_HEAD}, {"tail", SHAPE_TAIL}, {NULL, 0}};
+static const struct key_choice network_words[] = {
+	{"deny", NETWORK_DENY}, {"allow", NETWORK_ALLOW}, {NULL, 0}};
+static const struct key_choice binary_words[] = {
+	{"summary", BINARY_SUMMARY}, {"pass", BINARY_PASS}, {NULL, 0}};
+static const struct key_choice truncate_words[] = {
+	{"sink", TRUNCATE_SINK}, {"always", TRUNCATE_ALWAYS}, {NULL, 0}};
+static const struct key_choice fallback_words[] = {
+	{"fail", FALLBACK_FAIL}, {"direct", FALLBACK_DIRECT}, {NULL, 0}};
+
+/* A field of struct config, or of struct limits. */
+#define CFG(f) .offset = offsetof(struct config, f), .size = sizeof(((struct config *)0)->f)
+#define LIM(f, bit)                                                           \
+	.offset = offsetof(struct limits, f),                                  \
+	.size = sizeof(((struct limits *)0)->f), .in_limits = true, .set_bit = (bit)
+/* Pool text: the offset, with its length right after it. */
+#define TEXT_AT(type, f) (offsetof(type, f##_len) == offsetof(type, f) + sizeof(uint32_t))
+_Static_assert(TEXT_AT(struct config, allow_uids) && TEXT_AT(struct config, trusted_dirs) &&
+		       TEXT_AT(struct limits, env_allow) && TEXT_AT(struct limits, env_deny),
+	       "pool text: its length follows its offset");
+#define RLIMIT_KEY(key, r, dflt)                                               \
+	{.name = key, .type = KEY_NUMBER, LIM(rlimit[r], LIMIT_SET_RLIMIT << (r)), \
+	 .parse = parse_rlimit, .def = dflt,                                   \
+	 .msg = " must be a number (with K, M, G or T) or 'unlimited', not '"}
+#define SIZE_MSG " must be a size of at least 4096 bytes (with K, M, G or T): "
+
+/*
+ * In this order: the pool holds env_deny's default before trusted_dirs',
+ * and a reload names what it cannot apply as socket, user, allow_uids,
+ * audit_*, spill_*.
+ */
+static const struct config_key config_keys[] = {
+	{.name = "tools", .type = KEY_TOOLS, .repeats = true, .parse = parse_tools_key},
+	{.name = "socket", .type = KEY_STRING, CFG(socket), .parse = parse_socket,
+	 .def = "/run/toolrun/toolrun.sock", .restart = "socket"},
+	/* Where toolrund listens when the directory of `socket` is read-only
+	 * or not its own: /dev/shm is a writable tmpfs in every Docker
+	 * container and Kubernetes pod, even with a read-only root; /tmp
+	 * often is too. */
+	{.name = "socket_fallback", .type = KEY_FALLBACKS, CFG(socket_fallback),
+	 .parse = parse_socket_fallback,
+	 .def = "/dev/shm/toolrun/toolrun.sock /tmp/toolrun/toolrun.sock", .restart = "socket"},
+	{.name = "user", .type = KEY_STRING, CFG(user), .parse = parse_user, .restart = "user"},
+	{.name = "allow_uids", .type = KEY_TEXT, CFG(allow_uids), .parse = parse_text,
+	 .restart = "allow_uids"},
+	{.name = "wait_daemon", .type = KEY_NUMBER, CFG(wait_daemon_s), .parse = parse_number,
+	 .def = "5", .max = WAIT_DAEMON_MAX,
+	 .msg = "wait_daemon must be a number of seconds up to 600 (0: do not wait), not '"},
+	{.name = "max_bytes", .type = KEY_NUMBER, LIM(max_bytes, LIMIT_SET_MAX_BYTES),
+	 .parse = parse_number, .def = "4000", .max = BYTES_MAX,
+	 .msg = "max_bytes must be a number of bytes (0 for no limit), not '"},
+	{.name = "max_lines", .type = KEY_NUMBER, LIM(max_lines, LIMIT_SET_MAX_LINES),
+	 .parse = parse_number, .def = "200", .max = LINES_MAX,
+	 .msg = "max_lines must be a number of lines (0 for no limit), not '"},
+	{.name = "timeout", .type = KEY_NUMBER, LIM(timeout_s, LIMIT_SET_TIMEOUT),
+	 .parse = parse_number, .def = "30", .max = TIMEOUT_MAX,
+	 .msg = "timeout must be a number of seconds up to 604800 (0 for none), not '"},
+	{.name = "shape", .type = KEY_NUMBER, LIM(shape, LIMIT_SET_SHAPE), .parse = parse_choice,
+	 .def = "head+tail", .choices = shape_words,
+	 .msg = "shape must be 'head+tail', 'head' or 'tail', not '"},
+	/* Safe defaults: enough for the tools an agent runs on big inputs,
+	 * not enough for a bomb to take the machine down. */
+	RLIMIT_KEY("rlimit_as", POLICY_RLIMIT_AS, "8G"),
+	RLIMIT_KEY("rlimit_nproc", POLICY_RLIMIT_NPROC, "1024"),
+	RLIMIT_KEY("rlimit_fsize", POLICY_RLIMIT_FSIZE, "8G"),
+	RLIMIT_KEY("rlimit_nofile", POLICY_RLIMIT_NOFILE, "4096"),
+	RLIMIT_KEY("rlimit_cpu", POLICY_RLIMIT_CPU, "600"),
+	{.name = "network", .type = KEY_NUMBER, LIM(network, LIMIT_SET_NETWORK),
+	 .parse = parse_choice, .def = "deny", .choices = network_words,
+	 .msg = "network must be 'deny' or 'allow', not '"},
+	{.name = "env_allow", .type = KEY_TEXT, LIM(env_allow, LIMIT_SET_ENV_ALLOW),
+	 .parse = parse_patterns},
+	/* Variables no tool sees unless the config says otherwise. */
+	{.name = "env_deny", .type = KEY_TEXT, LIM(env_deny, LIMIT_SET_ENV_DENY),
+	 .parse = parse_patterns, .def = "*TOKEN* *SECRET* *KEY*"},
+	/* Where a program listed by name counts as that tool: where packages
+	 * install programs, which only root may write. */
+	{.name = "trusted_dirs", .type = KEY_TEXT, CFG(trusted_dirs), .parse = parse_trusted_dirs,
+	 .def = "/usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin"},
+	{.name = "truncate", .type = KEY_NUMBER, CFG(truncate), .parse = parse_choice,
+	 .def = "sink", .choices = truncate_words,
+	 .msg = "truncate must be 'sink' or 'always', not '"},
+	{.name = "fallback", .type = KEY_NUMBER, CFG(fallback), .parse = parse_choice,
+	 .def = "fail", .choices = fallback_words,
+	 .msg = "fallback must be 'fail' or 'direct', not '"},
+	{.name = "agent_commands", .type = KEY_NUMBER, CFG(agent_commands), .parse = parse_choice,
+	 .def = "on", .choices = switch_words,
+	 .msg = "agent_commands must be 'on' or 'off', not '"},
+	{.name = "command_timeout", .type = KEY_NUMBER, CFG(command_timeout_s),
+	 .parse = parse_number, .def = "300", .max = TIMEOUT_MAX,
+	 .msg = "command_timeout must be a number of seconds up to 604800 (0 for none), not '"},
+	{.name = "binary", .type = KEY_NUMBER, CFG(binary), .parse = parse_choice,
+	 .def = "summary", .choices = binary_words,
+	 .msg = "binary must be 'summary' or 'pass', not '"},
+	{.name = "preload", .type = KEY_STRING, CFG(preload), .parse = parse_preload,
+	 .def = TOOLRUN_PKGLIBDIR "/libtoolrun.so"},
+	/* The launcher keeps the config it was started with. */
+	{.name = "audit_log", .type = KEY_STRING, CFG(audit_log), .parse = parse_path_or_empty,
+	 .def = "/var/log/toolrun/audit.jsonl", .restart = "audit_*"},
+	{.name = "audit_max", .type = KEY_NUMBER, CFG(audit_max_bytes), .parse = parse_size,
+	 .def = "16M", .min = 4096, .msg = SIZE_MSG, .restart = "audit_*"},
+	{.name = "audit_keep", .type = KEY_NUMBER, CFG(audit_keep), .parse = parse_number,
+	 .def = "4", .max = 100,
+	 .msg = "audit_keep must be a number of rotated files up to 100, not '",
+	 .restart = "audit_*"},
+	{.name = "spill_dir", .type = KEY_STRING, CFG(spill_dir), .parse = parse_path_or_empty,
+	 .def = "/tmp/toolrun-output", .restart = "spill_*"},
+	{.name = "spill_max", .type = KEY_NUMBER, CFG(spill_max_bytes), .parse = parse_size,
+	 .def = "64M", .min = 4096, .msg = SIZE_MSG, .restart = "spill_*"},
+	{.name = "spill_total", .type = KEY_NUMBER, CFG(spill_total_bytes), .parse = parse_size,
+	 .def = "1G", .min = 4096, .msg = SIZE_MSG, .restart = "spill_*"},
+	{.name = "spill_expire", .type = KEY_NUMBER, CFG(spill_expire_s), .parse = parse_number,
+	 .def = "86400", .min = 1, .max = TIMEOUT_MAX * 4,
+	 .msg = "spill_expire must be a number of seconds from 1 to 2419200, not '",
+	 .restart = "spill_*"},
+};
+
+_Static_assert(ARRAY_SIZE(config_keys) <= sizeof(((struct parse_state *)0)->seen),
+	       "parse_state.seen has a flag for each key");
+
+static const struct config_key *find_key(const char *name, unsigned *index)
+{
+	for (unsigned i = 0; i < ARRAY_SIZE(config_keys); i++) {
+		if (strcmp(name, config_keys[i].name) == 0) {
+			*index = i;
+			return &config_keys[i];
+		}
+	}
+	return NULL;
+}
+
+/* The field a row names: in cfg, or in lim for a limit key. */
+static void *key_field(const struct config_key *k, void *cfg, void *lim)
+{
+	return (char *)(k->in_limits ? lim : cfg) + k->offset;
 }
 
 static int handle_global(struct parse_state *st, const char *name,
 			 const char *value)
 {
 	struct config *cfg = st->cfg;
+	unsigned i;
+	const struct config_key *k = find_key(name, &i);
 
-	if (strcmp(name, "tools") == 0)
-		return parse_tools(st, value);
-
-	for (unsigned i = 0; i < ARRAY_SIZE(scalar_keys); i++) {
-		if (strcmp(name, scalar_keys[i]) != 0)
-			continue;
+	if (!k)
+		return fail(st, "unknown key '", name, "'");
+	if (!k->repeats) {
 		if (st->seen[i])
 			return fail(st, "'", name, "' is set twice");
 		st->seen[i] = true;
 	}
-
-	uint16_t set = 0;
-	int r = parse_limit(st, name, value, &cfg->defaults, &set);
-	if (r >= 0)
-		return r;
-
-	if (strcmp(name, "socket") == 0) {
-		if (!check_socket_path(st, "socket", value, strlen(value)))
-			return 0;
-		copy_str(cfg->socket, sizeof(cfg->socket), value);
-	} else if (strcmp(name, "socket_fallback") == 0) {
-		return parse_socket_fallback(st, value);
-	} else if (strcmp(name, "trusted_dirs") == 0) {
-		return parse_trusted_dirs(st, value);
-	} else if (strcmp(name, "wait_daemon") == 0) {
-		uint64_t v;
-		if (!parse_uint(value, WAIT_DAEMON_MAX, &v))
-			return fail(st, "wait_daemon must be a number of seconds up to 600 (0: do not wait), not '",
-				    value, "'");
-		cfg->wait_daemon_s = (uint32_t)v;
-	} else if (strcmp(name, "agent_commands") == 0) {
-		if (!parse_switch(value, &cfg->agent_commands))
-			return fail(st, "agent_commands must be 'on' or 'off', not '", value, "'");
-	} else if (strcmp(name, "command_timeout") == 0) {
-		uint64_t v;
-		if (!parse_uint(value, TIMEOUT_MAX, &v))
-			return fail(st, "command_timeout must be a number of seconds up to 604800 (0 for none), not '",
-				    value, "'");
-		cfg->command_timeout_s = (uint32_t)v;
-	} else if (strcmp(name, "binary") == 0) {
-		if (strcmp(value, "summary") == 0)
-			cfg->binary = BINARY_SUMMARY;
-		else if (strcmp(value, "pass") == 0)
-			cfg->binary = BINARY_PASS;
-		else
-			return fail(st, "binary must be 'summary' or 'pass', not '", value, "'");
-	} else if (strcmp(name, "spill_dir") == 0 || strcmp(name, "audit_log") == 0) {
-		char *dst = name[0] == 's' ? cfg->spill_dir : cfg->audit_log;
-		if (value[0] != '\0' && value[0] != '/')
-			return fail(st, name, " must be an absolute path or empty: ", value);
-		if (strlen(value) >= CONFIG_PATH_MAX)
-			return fail(st, name, " is too long: ", value);
-		copy_str(dst, CONFIG_PATH_MAX, value);
-	} else if (strcmp(name, "preload") == 0) {
-		/* ld.so splits LD_PRELOAD at colons and spaces: such a path
-		 * could never be one entry. */
-		if (value[0] != '/' || strpbrk(value, ": "))
-			return fail(st, "preload must be an absolute path without ':' or ' ': ", value, NULL);
-		if (strlen(value) >= CONFIG_PATH_MAX)
-			return fail(st, "preload is too long: ", value, NULL);
-		copy_str(cfg->preload, sizeof(cfg->preload), value);
-	} else if (strcmp(name, "spill_max") == 0 || strcmp(name, "spill_total") == 0 ||
-		   strcmp(name, "audit_max") == 0) {
-		uint64_t v;
-		if (!parse_amount(value, &v) || v == POLICY_UNLIMITED || v < 4096)
-			return fail(st, name, " must be a size of at least 4096 bytes (with K, M, G or T): ",
-				    value);
-		*(name[0] == 'a' ? &cfg->audit_max_bytes
-		  : name[6] == 'm' ? &cfg->spill_max_bytes : &cfg->spill_total_bytes) = v;
-	} else if (strcmp(name, "spill_expire") == 0) {
-		uint64_t v;
-		if (!parse_uint(value, TIMEOUT_MAX * 4, &v) || v == 0)
-			return fail(st, "spill_expire must be a number of seconds from 1 to 2419200, not '",
-				    value, "'");
-		cfg->spill_expire_s = (uint32_t)v;
-	} else if (strcmp(name, "audit_keep") == 0) {
-		uint64_t v;
-		if (!parse_uint(value, 100, &v))
-			return fail(st, "audit_keep must be a number of rotated files up to 100, not '",
-				    value, "'");
-		cfg->audit_keep = (uint32_t)v;
-	} else if (strcmp(name, "truncate") == 0) {
-		if (strcmp(value, "sink") == 0)
-			cfg->truncate = TRUNCATE_SINK;
-		else if (strcmp(value, "always") == 0)
-			cfg->truncate = TRUNCATE_ALWAYS;
-		else
-			return fail(st, "truncate must be 'sink' or 'always', not '",
-				    value, "'");
-	} else if (strcmp(name, "user") == 0) {
-		if (value[0] == '\0' || strlen(value) >= sizeof(cfg->user) ||
-		    strpbrk(value, " \t:/"))
-			return fail(st, "user must be a user name or number, not '", value, "'");
-		copy_str(cfg->user, sizeof(cfg->user), value);
-	} else if (strcmp(name, "allow_uids") == 0) {
-		cfg->allow_uids_len = (uint32_t)strlen(value);
-		if (!pool_add(cfg, value, cfg->allow_uids_len, &cfg->allow_uids))
-			return fail(st, "text too long in total (allow_uids)", NULL, NULL);
-	} else if (strcmp(name, "fallback") == 0) {
-		if (strcmp(value, "fail") == 0)
-			cfg->fallback = FALLBACK_FAIL;
-		else if (strcmp(value, "direct") == 0)
-			cfg->fallback = FALLBACK_DIRECT;
-		else
-			return fail(st, "fallback must be 'fail' or 'direct', not '",
-				    value, "'");
-	} else {
-		return fail(st, "unknown key '", name, "'");
-	}
-	return 1;
+	return k->parse(st, k, key_field(k, cfg, &cfg->defaults), value);
 }
 
 static int handle_tool(struct parse_state *st, const char *section,
@@ -594,9 +634,9 @@ static int handle_tool(struct parse_state *st, const char *section,
 			    "] names a tool that the 'tools' key does not list");
 
 	struct tool *t = &st->cfg->tools[idx];
-	uint16_t before = t->set, set = 0;
-	int r = parse_limit(st, name, value, &t->own, &set);
-	if (r < 0) {
+	unsigned i;
+	const struct config_key *k = find_key(name, &i);
+	if (!k || !k->in_limits) {
 		char where[CONFIG_PATH_MAX + 8];
 		struct sbuf sb = SBUF_INIT(where);
 		sbuf_add(&sb, "' in [");
@@ -604,10 +644,72 @@ static int handle_tool(struct parse_state *st, const char *section,
 		sbuf_add(&sb, "]");
 		return fail(st, "unknown key '", name, where);
 	}
-	if (r > 0 && (before & set))
+	uint16_t before = t->set;
+	int r = k->parse(st, k, key_field(k, NULL, &t->own), value);
+	if (r > 0 && (before & k->set_bit))
 		return fail(st, "'", name, "' is set twice for this tool");
-	t->set |= set;
+	t->set |= k->set_bit;
 	return r;
+}
+
+void config_init(struct config *cfg, const char *file)
+{
+	struct parse_state st = {.cfg = cfg};
+
+	memset(cfg, 0, sizeof(*cfg));
+	copy_str(cfg->file, sizeof(cfg->file), file);
+	for (unsigned i = 0; i < ARRAY_SIZE(config_keys); i++) {
+		const struct config_key *k = &config_keys[i];
+		if (k->def)
+			k->parse(&st, k, key_field(k, cfg, &cfg->defaults), k->def);
+	}
+}
+
+/* Has the value of k the same in a and b? */
+static bool key_equal(const struct config_key *k, const struct config *a,
+		      const struct config *b)
+{
+	const char *fa = (const char *)(k->in_limits ? (const void *)&a->defaults
+						       : (const void *)a) + k->offset;
+	const char *fb = (const char *)(k->in_limits ? (const void *)&b->defaults
+						       : (const void *)b) + k->offset;
+	uint32_t la, lb, oa, ob;
+
+	switch (k->type) {
+	case KEY_STRING:
+		return strcmp(fa, fb) == 0;
+	case KEY_TEXT:
+		memcpy(&oa, fa, sizeof(oa));
+		memcpy(&ob, fb, sizeof(ob));
+		memcpy(&la, fa + sizeof(uint32_t), sizeof(la));
+		memcpy(&lb, fb + sizeof(uint32_t), sizeof(lb));
+		return la == lb && (la == 0 || strcmp(config_text(a, oa), config_text(b, ob)) == 0);
+	case KEY_FALLBACKS:
+		return a->nsocket_fallback == b->nsocket_fallback && memcmp(fa, fb, k->size) == 0;
+	case KEY_TOOLS:
+		return false; /* not compared: a reload applies it */
+	case KEY_NUMBER:
+	default:
+		return memcmp(fa, fb, k->size) == 0;
+	}
+}
+
+unsigned config_reload_fixed(const struct config *old, const struct config *cfg,
+			     const char **names, unsigned max)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < ARRAY_SIZE(config_keys); i++) {
+		const struct config_key *k = &config_keys[i];
+		if (!k->restart || key_equal(k, old, cfg))
+			continue;
+		bool listed = false;
+		for (unsigned j = 0; j < n; j++)
+			listed |= strcmp(names[j], k->restart) == 0;
+		if (!listed && n < max)
+			names[n++] = k->restart;
+	}
+	return n;
 }
 
 static int handler(void *user, const char *section, const char *name,

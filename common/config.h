@@ -231,6 +231,15 @@ struct limits config_tool_limits(const struct config *cfg, int tool);
 unsigned config_socket_count(const struct config *cfg);
 const char *config_socket_at(const struct config *cfg, unsigned i);
 
+/*
+ * The keys a reload leaves at their running values until a restart, named
+ * as toolrund reports them ("socket", "user", "allow_uids", "audit_*",
+ * "spill_*"): each name whose keys differ between old and cfg, once, up
+ * to max of them into names. Returns how many.
+ */
+unsigned config_reload_fixed(const struct config *old, const struct config *cfg,
+			     const char **names, unsigned max);
+
 /* The text of a pool string (offset, length) as a NUL-terminated string. */
 const char *config_text(const struct config *cfg, uint32_t off);
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -92,4 +93,35 @@ DIR *dir_open_at(int dirfd, const char *path, int flags)
 		errno = e;
 	}
 	return d;
+}
+
+int fd_walk(void (*visit)(int fd, void *arg), void *arg)
+{
+	int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char buf[1024];
+	long n;
+
+	if (dir < 0)
+		return FD_WALK_NO_DIR;
+	while ((n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(buf + off);
+			off += d->d_reclen;
+			if (d->d_name[0] < '0' || d->d_name[0] > '9')
+				continue;
+			unsigned fd = 0;
+			for (const char *p = d->d_name; *p; p++)
+				fd = fd * 10 + (unsigned)(*p - '0');
+			if ((int)fd != dir)
+				visit((int)fd, arg);
+		}
+	}
+	if (n < 0) {
+		int err = errno;
+		close(dir);
+		errno = err;
+		return -err;
+	}
+	close(dir);
+	return FD_WALK_DONE;
 }

@@ -86,6 +86,20 @@ int64_t monotonic_ms(void);
  * copy: dirfd stays the caller's). NULL with errno set. */
 DIR *dir_open_at(int dirfd, const char *path, int flags);
 
+/*
+ * Call visit(fd, arg) for each fd open in this process, as /proc/self/fd
+ * lists them, but not the fd of the walk itself: getdents64 into a buffer
+ * on the stack, no allocation (a vfork child may walk).
+ * Returns FD_WALK_DONE; FD_WALK_NO_DIR, with errno set and nothing
+ * visited, when /proc/self/fd cannot be opened (no /proc, no fd left);
+ * or -errno when reading it failed part-way (some fds visited).
+ */
+enum fd_walk_result {
+	FD_WALK_DONE = 0,
+	FD_WALK_NO_DIR = 1,
+};
+int fd_walk(void (*visit)(int fd, void *arg), void *arg);
+
 /* The last component of a path ("cat" of "/usr/bin/cat"). */
 const char *path_base_name(const char *path);
 

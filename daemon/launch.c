@@ -1,6 +1,5 @@
 #include "launch.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <signal.h>
@@ -47,55 +46,11 @@ static NORETURN void fail(int status_fd, enum launch_step step)
 	_exit(127);
 }
 
-static int read_int_file(const char *path, int *value)
-{
-	char buf[32];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	*value = atoi(buf);
-	return 0;
-}
-
 int launch_self_init(struct launch_self *self)
 {
-	struct sched_param param;
-
 	self->pid = getpid();
-	self->ignored_signals = 0;
-	for (int sig = 1; sig <= 64; sig++) {
-		struct sigaction sa;
-		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
-			self->ignored_signals |= UINT64_C(1) << (sig - 1);
-	}
-	for (int r = 0; r < RLIM_NLIMITS; r++)
-		if (getrlimit(r, &self->limits[r]) < 0)
-			return -1;
-	errno = 0;
-	self->nice = getpriority(PRIO_PROCESS, 0);
-	if (errno)
-		return -1;
-	long n = syscall(SYS_sched_getaffinity, 0, sizeof(self->cpu_affinity),
-			 self->cpu_affinity);
-	self->cpu_affinity_len = n > 0 ? (size_t)n : 0;
-	if (read_int_file("/proc/self/oom_score_adj", &self->oom_score_adj) < 0)
-		return -1;
-	long prio = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
-	self->io_priority = prio > 0 ? (unsigned)prio : 0;
-	self->sched_policy = sched_getscheduler(0);
-	if (self->sched_policy < 0 || sched_getparam(0, &param) < 0)
-		return -1;
-	self->sched_priority = param.sched_priority;
-	int pers = personality(0xffffffff);
-	if (pers < 0)
-		return -1;
-	self->personality = (unsigned long)pers;
-	return 0;
+	/* Every part but the best-effort affinity and I/O priority. */
+	return procstate_capture(&self->state) ? -1 : 0;
 }
 
 static void sort_ints(int *v, unsigned n)
@@ -111,6 +66,17 @@ static void sort_ints(int *v, unsigned n)
 	}
 }
 
+struct fd_range {
+	unsigned lo, hi;
+};
+
+static void cloexec_if_in(int fd, void *arg)
+{
+	const struct fd_range *r = arg;
+	if ((unsigned)fd >= r->lo && (unsigned)fd <= r->hi)
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
 /* Mark close-on-exec every fd in [lo, hi]. */
 static int cloexec_range(unsigned lo, unsigned hi)
 {
@@ -119,26 +85,8 @@ static int cloexec_range(unsigned lo, unsigned hi)
 	if (errno != ENOSYS && errno != EINVAL)
 		return -1;
 	/* Kernels before 5.11: walk the fd table. */
-	int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return -1;
-	char buf[1024];
-	long n;
-	while ((n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
-		for (long off = 0; off < n;) {
-			struct dirent64 *d = (struct dirent64 *)(buf + off);
-			off += d->d_reclen;
-			if (d->d_name[0] < '0' || d->d_name[0] > '9')
-				continue;
-			unsigned fd = 0;
-			for (const char *p = d->d_name; *p; p++)
-				fd = fd * 10 + (unsigned)(*p - '0');
-			if (fd >= lo && fd <= hi && (int)fd != dir)
-				fcntl((int)fd, F_SETFD, FD_CLOEXEC);
-		}
-	}
-	close(dir);
-	return n < 0 ? -1 : 0;
+	struct fd_range r = {lo, hi};
+	return fd_walk(cloexec_if_in, &r) == FD_WALK_DONE ? 0 : -1;
 }
 
 /* Put each source fd at its target number; everything else is closed at
@@ -189,7 +137,7 @@ static int apply_limits(const struct launch_plan *p)
 {
 	for (unsigned i = 0; i < p->nlimits; i++) {
 		const struct launch_limit *l = &p->limits[i];
-		const struct rlimit *cur = &p->self->limits[l->resource];
+		const struct rlimit *cur = &p->self->state.limits[l->resource];
 		struct rlimit want;
 		want.rlim_max = MIN((rlim_t)l->hard, cur->rlim_max);
 		want.rlim_cur = MIN((rlim_t)l->soft, want.rlim_max);
@@ -205,7 +153,7 @@ static int apply_limits(const struct launch_plan *p)
  * policy) leaves the program with the launcher's own. */
 static void apply_scheduling(const struct launch_plan *p)
 {
-	const struct launch_self *self = p->self;
+	const struct procstate *self = &p->self->state;
 	struct sched_param param = {.sched_priority = p->sched_priority};
 
 	if (p->nice != self->nice)
@@ -243,7 +191,7 @@ static int apply_signals(const struct launch_plan *p)
 {
 	struct sigaction ign = {.sa_handler = SIG_IGN}, dfl = {.sa_handler = SIG_DFL};
 	uint64_t want = p->has_state ? p->ignored_signals : 0;
-	uint64_t change = want ^ p->self->ignored_signals;
+	uint64_t change = want ^ p->self->state.ignored_signals;
 	sigset_t mask;
 
 	sigemptyset(&mask);

@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include "execcheck.h"
+#include "procstate.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -51,16 +52,7 @@ const char *launch_step_name(enum launch_step step);
 /* The launcher's own process state: what a child already has. */
 struct launch_self {
 	pid_t pid;
-	uint64_t ignored_signals; /* bit N-1: signal N */
-	struct rlimit limits[RLIM_NLIMITS];
-	int nice;
-	uint8_t cpu_affinity[128];
-	size_t cpu_affinity_len;
-	int oom_score_adj;
-	unsigned io_priority;
-	int sched_policy;
-	int sched_priority;
-	unsigned long personality;
+	struct procstate state;
 };
 
 /* Record the calling process's state. Call once, before any launch. */

@@ -226,28 +226,9 @@ static void reload_summary(char *buf, size_t len, const struct config *old,
 	int n = snprintf(buf, len, "%s: %u tools (was %u), truncate=%s", cfg->file,
 			 cfg->ntools, old->ntools,
 			 cfg->truncate == TRUNCATE_SINK ? "sink" : "always");
-	const char *fixed[6];
-	unsigned nfixed = 0;
+	const char *fixed[8];
+	unsigned nfixed = config_reload_fixed(old, cfg, fixed, ARRAY_SIZE(fixed));
 
-	if (strcmp(cfg->socket, old->socket) != 0 ||
-	    cfg->nsocket_fallback != old->nsocket_fallback ||
-	    memcmp(cfg->socket_fallback, old->socket_fallback, sizeof(old->socket_fallback)) != 0)
-		fixed[nfixed++] = "socket";
-	if (strcmp(cfg->user, old->user) != 0)
-		fixed[nfixed++] = "user";
-	if (cfg->allow_uids_len != old->allow_uids_len ||
-	    (cfg->allow_uids_len &&
-	     strcmp(config_text(cfg, cfg->allow_uids), config_text(old, old->allow_uids)) != 0))
-		fixed[nfixed++] = "allow_uids";
-	/* The launcher keeps the config it was started with. */
-	if (strcmp(cfg->audit_log, old->audit_log) != 0 ||
-	    cfg->audit_max_bytes != old->audit_max_bytes || cfg->audit_keep != old->audit_keep)
-		fixed[nfixed++] = "audit_*";
-	if (strcmp(cfg->spill_dir, old->spill_dir) != 0 ||
-	    cfg->spill_max_bytes != old->spill_max_bytes ||
-	    cfg->spill_total_bytes != old->spill_total_bytes ||
-	    cfg->spill_expire_s != old->spill_expire_s)
-		fixed[nfixed++] = "spill_*";
 	for (unsigned i = 0; i < nfixed && n > 0 && (size_t)n < len; i++)
 		n += snprintf(buf + n, len - (size_t)n, "%s%s",
 			      i ? ", " : "; restart toolrund to apply ", fixed[i]);

@@ -1,6 +1,5 @@
 #include "client.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -20,6 +19,7 @@
 
 #include "connect.h"
 #include "frame.h"
+#include "procstate.h"
 #include "sbuf.h"
 #include "sink.h"
 #include "toolrun.pb-c.h"
@@ -278,9 +278,9 @@ static int setup_memory(struct client *cl, size_t *argc, size_t *envc)
 	return 0;
 }
 
-static void consider_fd(struct client *cl, int fd, int skip)
+static void consider_fd(struct client *cl, int fd)
 {
-	if (fd == skip || fd == cl->cwd_fd)
+	if (fd == cl->cwd_fd)
 		return;
 	if ((fd == 1 && cl->sink.shape_stdout) || (fd == 2 && cl->sink.shape_stderr))
 		return; /* the daemon supplies a pipe */
@@ -300,33 +300,18 @@ static void consider_fd(struct client *cl, int fd, int skip)
 	cl->targets[i] = (uint32_t)fd;
 }
 
+static void consider_listed_fd(int fd, void *arg)
+{
+	consider_fd(arg, fd);
+}
+
 /* Every fd the program would inherit across exec, at its number. */
 static void collect_fds(struct client *cl)
 {
-	_cleanup_close_ int dir =
-		open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	char buf[1024];
-
-	if (dir < 0) {
+	/* A read that fails part-way keeps the fds seen so far. */
+	if (fd_walk(consider_listed_fd, cl) == FD_WALK_NO_DIR)
 		for (int fd = 0; fd < 1024; fd++)
-			consider_fd(cl, fd, -1);
-	} else {
-		for (;;) {
-			long n = syscall(SYS_getdents64, dir, buf, sizeof(buf));
-			if (n <= 0)
-				break;
-			for (long off = 0; off < n;) {
-				struct dirent64 *d = (struct dirent64 *)(buf + off);
-				off += d->d_reclen;
-				if (d->d_name[0] < '0' || d->d_name[0] > '9')
-					continue;
-				long fd = 0;
-				for (const char *p = d->d_name; *p; p++)
-					fd = fd * 10 + (*p - '0');
-				consider_fd(cl, (int)fd, dir);
-			}
-		}
-	}
+			consider_fd(cl, fd);
 	cl->fds[0] = cl->cwd_fd;
 	for (unsigned i = 0; i < cl->ntargets; i++)
 		cl->fds[1 + i] = (int)cl->targets[i];
@@ -388,89 +373,41 @@ static uint64_t signal_bit(int sig)
 	return UINT64_C(1) << (sig - 1);
 }
 
-/* A small signed decimal from a /proc file, or fallback. */
-static int read_proc_int(const char *path, int fallback)
-{
-	char buf[32];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-
-	close_fd(&fd);
-	if (n <= 0)
-		return fallback;
-	buf[n] = '\0';
-	int v = 0, sign = 1;
-	const char *p = buf;
-	if (*p == '-') {
-		sign = -1;
-		p++;
-	}
-	for (; *p >= '0' && *p <= '9'; p++)
-		v = v * 10 + (*p - '0');
-	return sign * v;
-}
-
-/* Scheduling attributes that survive exec. */
-static void capture_scheduling(Toolrun__ProcessState *st, uint8_t *affinity,
-			       size_t affinity_size)
-{
-	struct sched_param param = {0};
-
-	errno = 0;
-	int nice = getpriority(PRIO_PROCESS, 0);
-	st->nice = errno ? 0 : nice;
-	long n = syscall(SYS_sched_getaffinity, 0, affinity_size, affinity);
-	if (n > 0) {
-		st->cpu_affinity.data = affinity;
-		st->cpu_affinity.len = (size_t)n;
-	}
-	st->oom_score_adj = read_proc_int("/proc/self/oom_score_adj", 0);
-	long prio = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
-	st->io_priority = prio > 0 ? (uint32_t)prio : 0;
-	int policy = sched_getscheduler(0);
-	if (policy >= 0 && sched_getparam(0, &param) == 0) {
-		st->sched_policy = (uint32_t)policy;
-		st->sched_priority = (uint32_t)param.sched_priority;
-	}
-	int persona = personality(0xffffffff);
-	st->personality = persona > 0 ? (uint32_t)persona : 0;
-}
-
-/* What the program would inherit across exec, besides fds and cwd. */
+/* What the program would inherit across exec, besides fds and cwd: each
+ * part that cannot be read is sent as 0 (a limit: not sent). */
 static void capture_state(struct client *cl, Toolrun__ProcessState *st,
-			  Toolrun__Limit *limits, Toolrun__Limit **limit_ptrs)
+			  struct procstate *ps, Toolrun__Limit *limits,
+			  Toolrun__Limit **limit_ptrs)
 {
-	sigset_t mask;
-	mode_t old = umask(0);
-
-	umask(old);
-	st->umask = old;
-	sigprocmask(SIG_BLOCK, NULL, &mask);
-	for (int sig = 1; sig <= 64; sig++) {
-		struct sigaction sa;
-		if (sig == SIGKILL || sig == SIGSTOP)
-			continue;
-		if (sigismember(&mask, sig) == 1)
-			cl->blocked |= signal_bit(sig);
-		/* glibc refuses its own two internal signals: they are its. */
-		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
-			cl->ignored |= signal_bit(sig);
-	}
+	(void)procstate_capture(ps);
+	st->umask = ps->umask;
+	cl->blocked = ps->blocked_signals;
+	cl->ignored = ps->ignored_signals;
 	st->blocked_signals = cl->blocked;
 	st->ignored_signals = cl->ignored;
 	st->n_limits = 0;
 	st->limits = limit_ptrs;
 	for (int r = 0; r < RLIM_NLIMITS; r++) {
-		struct rlimit rl;
-		if (prlimit(0, (enum __rlimit_resource)r, NULL, &rl) < 0)
+		if (!(ps->limits_read & (UINT32_C(1) << r)))
 			continue;
 		Toolrun__Limit *l = &limits[st->n_limits];
 		toolrun__limit__init(l);
 		l->resource = (uint32_t)r;
-		l->soft = rl.rlim_cur;
-		l->hard = rl.rlim_max;
+		l->soft = ps->limits[r].rlim_cur;
+		l->hard = ps->limits[r].rlim_max;
 		limit_ptrs[st->n_limits++] = l;
 	}
+	/* Scheduling attributes that survive exec. */
+	st->nice = ps->nice;
+	if (ps->cpu_affinity_len) {
+		st->cpu_affinity.data = ps->cpu_affinity;
+		st->cpu_affinity.len = ps->cpu_affinity_len;
+	}
+	st->oom_score_adj = ps->oom_score_adj;
+	st->io_priority = ps->io_priority;
+	st->sched_policy = (uint32_t)ps->sched_policy;
+	st->sched_priority = (uint32_t)ps->sched_priority;
+	st->personality = (uint32_t)ps->personality;
 }
 
 /* Pack Hello and Request into one buffer; the fds go with the Request. */
@@ -485,7 +422,7 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 	Toolrun__ProcessState state = TOOLRUN__PROCESS_STATE__INIT;
 	Toolrun__Limit limits[RLIM_NLIMITS];
 	Toolrun__Limit *limit_ptrs[RLIM_NLIMITS];
-	uint8_t affinity[sizeof(cpu_set_t)];
+	struct procstate ps;
 
 	hello.protocol_version = TOOLRUN__VERSION__VERSION_1;
 	hello.software = (char *)call->software;
@@ -511,8 +448,7 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 	req.shape_stderr = cl->sink.shape_stderr;
 	req.stderr_joins_stdout = cl->sink.joined;
 	req.command = call->command;
-	capture_state(cl, &state, limits, limit_ptrs);
-	capture_scheduling(&state, affinity, sizeof(affinity));
+	capture_state(cl, &state, &ps, limits, limit_ptrs);
 	req.state = &state;
 	rmsg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST;
 	rmsg.request = &req;

@@ -1121,6 +1121,71 @@ static void test_caller_writable_file_is_not_the_tool(void **state)
 	as_unprivileged(check_own_file);
 }
 
+/* Every default, as config_init gives it. */
+static void test_defaults_of_every_key(void **state)
+{
+	(void)state;
+	config_init(&cfg, "/d.conf");
+	assert_string_equal(cfg.error, "");
+	assert_string_equal(cfg.socket, "/run/toolrun/toolrun.sock");
+	assert_int_equal(cfg.nsocket_fallback, 2);
+	assert_string_equal(cfg.socket_fallback[0], "/dev/shm/toolrun/toolrun.sock");
+	assert_string_equal(cfg.socket_fallback[1], "/tmp/toolrun/toolrun.sock");
+	assert_string_equal(cfg.user, "");
+	assert_int_equal(cfg.allow_uids_len, 0);
+	assert_int_equal(cfg.wait_daemon_s, 5);
+	assert_int_equal(cfg.defaults.shape, SHAPE_HEAD_TAIL);
+	assert_int_equal(cfg.defaults.rlimit[POLICY_RLIMIT_AS], UINT64_C(8) << 30);
+	assert_int_equal(cfg.defaults.rlimit[POLICY_RLIMIT_NPROC], 1024);
+	assert_int_equal(cfg.defaults.rlimit[POLICY_RLIMIT_FSIZE], UINT64_C(8) << 30);
+	assert_int_equal(cfg.defaults.rlimit[POLICY_RLIMIT_NOFILE], 4096);
+	assert_int_equal(cfg.defaults.rlimit[POLICY_RLIMIT_CPU], 600);
+	assert_int_equal(cfg.defaults.network, NETWORK_DENY);
+	assert_int_equal(cfg.defaults.env_allow_len, 0);
+	assert_string_equal(config_text(&cfg, cfg.defaults.env_deny), "*TOKEN* *SECRET* *KEY*");
+	assert_int_equal(cfg.defaults.env_deny, 0);
+	assert_int_equal(cfg.truncate, TRUNCATE_SINK);
+	assert_int_equal(cfg.fallback, FALLBACK_FAIL);
+	assert_true(cfg.agent_commands);
+	assert_int_equal(cfg.command_timeout_s, 300);
+	assert_int_equal(cfg.binary, BINARY_SUMMARY);
+	assert_string_equal(cfg.spill_dir, "/tmp/toolrun-output");
+	assert_int_equal(cfg.spill_max_bytes, UINT64_C(64) << 20);
+	assert_int_equal(cfg.spill_total_bytes, UINT64_C(1) << 30);
+	assert_int_equal(cfg.spill_expire_s, 24 * 3600);
+	assert_string_equal(cfg.audit_log, "/var/log/toolrun/audit.jsonl");
+	assert_int_equal(cfg.audit_max_bytes, UINT64_C(16) << 20);
+	assert_int_equal(cfg.audit_keep, 4);
+	assert_non_null(strstr(cfg.preload, "/libtoolrun.so"));
+	assert_int_equal(cfg.ntools, 0);
+}
+
+/* What a reload cannot apply, named once each, in a fixed order. */
+static void test_reload_fixed_names_what_needs_a_restart(void **state)
+{
+	static struct config old;
+	const char *names[8];
+	(void)state;
+
+	config_init(&old, "test.conf");
+	assert_int_equal(config_parse_text(&old, "tools = cat\nmax_bytes = 10\n"), 0);
+	assert_int_equal(parse("tools = cat grep\nmax_bytes = 20\ntruncate = always\n"), 0);
+	assert_int_equal(config_reload_fixed(&old, &cfg, names, 8), 0);
+
+	assert_int_equal(parse("spill_expire = 60\naudit_keep = 1\naudit_max = 8K\n"
+			       "allow_uids = 0\nsocket_fallback = /x.sock\n"), 0);
+	assert_int_equal(config_reload_fixed(&old, &cfg, names, 8), 4);
+	assert_string_equal(names[0], "socket");
+	assert_string_equal(names[1], "allow_uids");
+	assert_string_equal(names[2], "audit_*");
+	assert_string_equal(names[3], "spill_*");
+
+	assert_int_equal(parse("user = nobody\nsocket = /s.sock\nspill_dir =\n"), 0);
+	assert_int_equal(config_reload_fixed(&old, &cfg, names, 2), 2);
+	assert_string_equal(names[0], "socket");
+	assert_string_equal(names[1], "user");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1192,6 +1257,8 @@ int main(void)
 		cmocka_unit_test(test_writable_by_self),
 		cmocka_unit_test(test_root_may_rewrite_anything_so_is_not_asked),
 		cmocka_unit_test(test_caller_writable_file_is_not_the_tool),
+		cmocka_unit_test(test_defaults_of_every_key),
+		cmocka_unit_test(test_reload_fixed_names_what_needs_a_restart),
 	};
 	return cmocka_run_group_tests_name("config", tests, make_tmpdir, remove_tmpdir);
 }
