@@ -130,6 +130,11 @@ struct config {
 	bool agent_commands;
 	/* Seconds before an agent command's whole tree is killed; 0: none. */
 	uint32_t command_timeout_s;
+	/* Sessions: seconds without a call before one is closed (0: never),
+	 * and how many toolrund hosts, in all and per uid. */
+	uint32_t session_idle_s;
+	uint32_t session_max;
+	uint32_t session_max_per_uid;
 	enum binary_mode binary;
 	/* Where the whole of a cut stream is kept ("": nowhere), the most
 	 * kept of one stream, of all of them, and for how long. */
