@@ -1,12 +1,13 @@
 /*
  * Jobs: one request, from the validated Request to the Exit message.
  *
- *   job_start       policy check, pipes for shaped streams, Spawn order
- *   job_on_spawned  Started (or the reason nothing ran)
+ *   job_start       (jobstart.c) policy check, pipes for shaped streams,
+ *                   Spawn order
+ *   jobs_on_spawned Started (or the reason nothing ran)
  *   (output.c)      read, shape, spill, queue Output
  *   on_timeout      a tool's timeout (unless it waits on a producer), a
  *                   command's command_timeout (its whole session)
- *   job_on_exited   the program's status
+ *   jobs_on_exited  the program's status
  *   job_finish      once the program has ended and its streams are at
  *                   EOF: the timeout notice, Exit, Release, the log line,
  *                   the audit record
@@ -28,67 +29,45 @@
 
 #include "audit.h"
 #include "launch.h"
-#include "listener.h"
+#include "job.h"
 #include "log.h"
 #include "policy.h"
 #include "reply.h"
 #include "util.h"
 
-struct job *job_find(struct listener *L, uint64_t id)
+struct job *job_find(struct jobs *J, uint64_t id)
 {
-	for (struct job *j = L->jobs; j; j = j->next)
+	for (struct job *j = J->list; j; j = j->next)
 		if (j->id == id)
 			return j;
 	return NULL;
-}
-
-/* whole_session: a command's whole tree, not only its process group. */
-static void send_kill_to(struct job *j, int signo, bool whole_session)
-{
-	Toolrun__Launcher__Kill k = TOOLRUN__LAUNCHER__KILL__INIT;
-	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
-
-	k.job = j->id;
-	k.signo = signo;
-	k.whole_session = whole_session;
-	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_KILL;
-	m.kill = &k;
-	launcher_send(j->L, &m, NULL, 0);
 }
 
 /* A signal the client forwards reaches the process group, as a terminal's
  * would; ending a job reaches all of a command. */
 static void send_kill(struct job *j, int signo)
 {
-	send_kill_to(j, signo, false);
+	order_kill(j->J->orders, j->id, signo, false);
 }
 
 static void end_job(struct job *j)
 {
-	send_kill_to(j, SIGKILL, j->command);
+	if (j->attached)
+		return;
+	order_kill(j->J->orders, j->id, SIGKILL, j->command);
 }
 
 static void send_check_input(struct job *j)
 {
-	Toolrun__Launcher__CheckInput c = TOOLRUN__LAUNCHER__CHECK_INPUT__INIT;
-	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
-
-	c.job = j->id;
-	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_CHECK_INPUT;
-	m.check_input = &c;
-	launcher_send(j->L, &m, NULL, 0);
+	order_check_input(j->J->orders, j->id);
 	j->checking_input = true;
 }
 
 static void send_release(struct job *j)
 {
-	Toolrun__Launcher__Release r = TOOLRUN__LAUNCHER__RELEASE__INIT;
-	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
-
-	r.job = j->id;
-	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_RELEASE;
-	m.release = &r;
-	launcher_send(j->L, &m, NULL, 0);
+	if (j->attached)
+		return;
+	order_release(j->J->orders, j->id);
 }
 
 static void job_free(void *p)
@@ -145,22 +124,22 @@ static void log_job(const struct job *j, const struct exit_report *r)
 
 static void job_unlink(struct job *j)
 {
-	struct listener *L = j->L;
+	struct jobs *J = j->J;
 
-	timer_cancel(&L->loop, &j->timeout);
+	timer_cancel(J->loop, &j->timeout);
 	output_close(&j->out[0]);
 	output_close(&j->out[1]);
 	if (j->prev)
 		j->prev->next = j->next;
 	else
-		L->jobs = j->next;
+		J->list = j->next;
 	if (j->next)
 		j->next->prev = j->prev;
-	if (j->conn)
-		j->conn->job = NULL;
-	L->running--;
-	L->served++;
-	if (event_release(&L->loop, j, job_free) < 0)
+	if (j->client)
+		j->client->job = NULL;
+	J->running--;
+	J->served++;
+	if (event_release(J->loop, j, job_free) < 0)
 		log_error("out of memory: job %llu not freed", (unsigned long long)j->id);
 }
 
@@ -210,20 +189,14 @@ static void job_audit(const struct job *j, const struct exit_report *r)
 		log_error("job %llu: out of memory for its audit record", (unsigned long long)j->id);
 		return;
 	}
-	Toolrun__Launcher__Audit au = TOOLRUN__LAUNCHER__AUDIT__INIT;
-	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
-	au.line.data = (uint8_t *)line;
-	au.line.len = strlen(line);
-	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_AUDIT;
-	m.audit = &au;
-	launcher_send(j->L, &m, NULL, 0);
+	order_audit(j->J->orders, line);
 	free(line);
 }
 
-/* Send Exit (if the client is still there) and retire the job. */
+/* Tell the client (if still there) how it ended, and retire the job. */
 static void job_report(struct job *j, struct exit_report *r)
 {
-	struct conn *c = j->conn;
+	struct job_client *c = j->client;
 
 	for (int i = 0; i < 2; i++) {
 		const struct job_stream *s = &j->out[i];
@@ -237,9 +210,8 @@ static void job_report(struct job *j, struct exit_report *r)
 	job_audit(j, r);
 	if (c) {
 		c->job = NULL;
-		j->conn = NULL;
-		reply_exit(&c->out, r);
-		conn_close_after_flush(c);
+		j->client = NULL;
+		c->ops->finished(c, r);
 	}
 	job_unlink(j);
 }
@@ -258,9 +230,9 @@ static void job_finish(struct job *j)
 				: snprintf(notice, sizeof(notice),
 					   "toolrun: %s: timed out after %u s\n", j->name,
 					   j->limits.timeout_s);
-		if (j->conn)
-			reply_output(&j->conn->out, TOOLRUN__STREAM__STREAM_STDERR,
-				     (const uint8_t *)notice, (size_t)n);
+		if (j->client)
+			j->client->ops->output(j->client, TOOLRUN__STREAM__STREAM_STDERR,
+					       (const uint8_t *)notice, (size_t)n);
 		r.code = 124;
 		r.timed_out = true;
 	} else if (WIFSIGNALED(j->wait_status)) {
@@ -318,9 +290,9 @@ static void kill_timed_out(struct job *j)
  * second. Once that producer is gone, the tool gets its whole timeout
  * again, to finish reading and write what it has.
  */
-void job_on_input_state(struct listener *L, uint64_t id, bool producer_running)
+void jobs_on_input_state(struct jobs *J, uint64_t id, bool producer_running)
 {
-	struct job *j = job_find(L, id);
+	struct job *j = job_find(J, id);
 
 	if (!j || !j->checking_input)
 		return;
@@ -338,10 +310,10 @@ void job_on_input_state(struct listener *L, uint64_t id, bool producer_running)
 	}
 }
 
-void job_on_spill_opened(struct listener *L, uint64_t id, unsigned stream, int fd,
-			 const char *path, const char *reason)
+void jobs_on_spill_opened(struct jobs *J, uint64_t id, unsigned stream, int fd,
+			  const char *path, const char *reason)
 {
-	struct job *j = job_find(L, id);
+	struct job *j = job_find(J, id);
 
 	if (!j || (stream != TOOLRUN__STREAM__STREAM_STDOUT &&
 		   stream != TOOLRUN__STREAM__STREAM_STDERR)) {
@@ -373,10 +345,9 @@ static void on_timeout(struct event_loop *loop, void *data)
 	job_maybe_finish(j);
 }
 
-void job_on_spawned(struct listener *L, uint64_t id, pid_t pid, int err,
-		    unsigned step)
+void jobs_on_spawned(struct jobs *J, uint64_t id, pid_t pid, int err, unsigned step)
 {
-	struct job *j = job_find(L, id);
+	struct job *j = job_find(J, id);
 	char reason[256];
 
 	if (!j)
@@ -401,10 +372,8 @@ void job_on_spawned(struct listener *L, uint64_t id, pid_t pid, int err,
 	j->pid = pid;
 	j->spawned = true;
 	j->start_us = monotonic_us();
-	if (j->conn) {
-		reply_started(&j->conn->out, pid, j->limits.timeout_s);
-		conn_flush(j->conn);
-	}
+	if (j->client)
+		j->client->ops->started(j->client, pid, j->limits.timeout_s);
 	if (j->client_gone || j->timed_out) {
 		end_job(j);
 		return;
@@ -414,9 +383,9 @@ void job_on_spawned(struct listener *L, uint64_t id, pid_t pid, int err,
 	j->npending = 0;
 }
 
-void job_on_exited(struct listener *L, uint64_t id, int wait_status)
+void jobs_on_exited(struct jobs *J, uint64_t id, int wait_status)
 {
-	struct job *j = job_find(L, id);
+	struct job *j = job_find(J, id);
 
 	if (!j)
 		return;
@@ -429,13 +398,13 @@ void job_on_exited(struct listener *L, uint64_t id, int wait_status)
 	/* A command's background processes may hold its streams: they keep
 	 * running, and `docker exec` itself waits about this long for them
 	 * to finish writing before it returns. */
-	if (j->command && job_find(L, id) == j)
+	if (j->command && job_find(J, id) == j)
 		job_arm_timeout(j, COMMAND_LINGER_MS);
 }
 
 void job_signal(struct job *j, int signo)
 {
-	if (j->exited)
+	if (j->exited || j->attached)
 		return;
 	if (j->spawned) {
 		send_kill(j, signo);
@@ -460,22 +429,52 @@ void job_reader_gone(struct job *j, Toolrun__Stream stream)
 
 void job_client_gone(struct job *j)
 {
-	j->conn = NULL;
+	if (j->client)
+		j->client->job = NULL;
+	j->client = NULL;
 	j->client_gone = true;
-	output_resume(j); /* nobody to wait for: drain */
+	job_resume_output(j); /* nobody to wait for: drain */
 	if (j->spawned && !j->exited)
 		end_job(j);
 	else if (j->exited)
 		job_maybe_finish(j);
 }
 
-void job_stop_all(struct listener *L)
+void job_attached_ended(struct job *j, int wait_status)
 {
-	while (L->jobs) {
-		struct job *j = L->jobs;
-		if (j->conn) {
-			j->conn->job = NULL;
-			j->conn = NULL;
+	if (j->exited)
+		return;
+	j->exited = true;
+	j->wait_status = wait_status;
+	j->end_us = monotonic_us();
+	output_drain_and_close(j);
+	job_maybe_finish(j);
+}
+
+int jobs_init(struct jobs *J, struct event_loop *loop, struct order_link *orders,
+	      const size_t *queued_total)
+{
+	J->loop = loop;
+	J->orders = orders;
+	J->queued_total = queued_total;
+	J->emit_cap = READ_CHUNK + 1024;
+	J->emit = malloc(J->emit_cap);
+	return J->emit ? 0 : -ENOMEM;
+}
+
+void jobs_free(struct jobs *J)
+{
+	free(J->emit);
+	J->emit = NULL;
+}
+
+void jobs_stop_all(struct jobs *J)
+{
+	while (J->list) {
+		struct job *j = J->list;
+		if (j->client) {
+			j->client->job = NULL;
+			j->client = NULL;
 		}
 		send_release(j);
 		j->exited = true;
@@ -485,5 +484,5 @@ void job_stop_all(struct listener *L)
 
 void job_arm_timeout(struct job *j, int64_t ms)
 {
-	timer_arm(&j->L->loop, &j->timeout, ms, on_timeout, j);
+	timer_arm(j->J->loop, &j->timeout, ms, on_timeout, j);
 }

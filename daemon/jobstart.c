@@ -6,57 +6,24 @@
  *   job_open_streams   pipes for the shaped streams, shapers
  *   policy_environment the program's environment (a command's adds the
  *                      declaration of its new streams, TOOLRUN_COMMAND)
- *   job_spawn          the Spawn, checked as the launcher will read it;
- *                      the timeout
+ *   job_spawn          the Spawn (order_spawn checks it as the launcher
+ *                      will read it); the timeout
+ *
+ * Whom the program runs as comes with the request (job_caller): the peer
+ * that asked, as it connected.
  */
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#include "arena.h"
-#include "listener.h"
+#include "job.h"
 #include "policy.h"
 #include "util.h"
-
-/* The resource behind each of the config's rlimit keys. */
-static const int policy_resources[POLICY_RLIMIT_COUNT] = {
-	[POLICY_RLIMIT_AS] = RLIMIT_AS,
-	[POLICY_RLIMIT_NPROC] = RLIMIT_NPROC,
-	[POLICY_RLIMIT_FSIZE] = RLIMIT_FSIZE,
-	[POLICY_RLIMIT_NOFILE] = RLIMIT_NOFILE,
-	[POLICY_RLIMIT_CPU] = RLIMIT_CPU,
-};
-
-/* Lower the state's limits to the tool's; add those the caller did not
- * report. limits has room for every resource once more. */
-static void apply_policy_limits(Toolrun__ProcessState *st, Toolrun__Limit *limits,
-				const struct limits *policy)
-{
-	for (int r = 0; r < POLICY_RLIMIT_COUNT; r++) {
-		uint64_t cap = policy->rlimit[r];
-		if (cap == POLICY_UNLIMITED)
-			continue;
-		Toolrun__Limit *l = NULL;
-		for (size_t i = 0; i < st->n_limits; i++)
-			if (st->limits[i]->resource == (uint32_t)policy_resources[r])
-				l = st->limits[i];
-		if (!l) {
-			l = &limits[st->n_limits];
-			toolrun__limit__init(l);
-			l->resource = (uint32_t)policy_resources[r];
-			l->soft = l->hard = POLICY_UNLIMITED;
-			st->limits[st->n_limits++] = l;
-		}
-		l->hard = MIN(l->hard, cap);
-		l->soft = MIN(l->soft, l->hard);
-	}
-}
 
 /* The fds a Spawn carries: the directory, the caller's fds that are not
  * shaped, then the write ends of the shaped streams; and where each goes. */
@@ -144,20 +111,20 @@ static uint64_t command_of(const Toolrun__Request *req)
 	return 0;
 }
 
-static struct job *job_new(struct conn *c, const Toolrun__Request *req)
+static struct job *job_new(struct jobs *J, const struct job_caller *who,
+			   struct job_client *client, const Toolrun__Request *req)
 {
-	struct listener *L = c->L;
 	struct job *j = calloc(1, sizeof(*j));
 
 	if (!j || keep_request(j, req) < 0) {
 		free(j);
 		return NULL;
 	}
-	j->L = L;
-	j->id = ++L->next_job;
-	j->conn = c;
-	j->uid = c->uid;
-	j->caller_pid = c->pid;
+	j->J = J;
+	j->id = ++J->next_id;
+	j->client = client;
+	j->uid = who->uid;
+	j->caller_pid = who->pid;
 	j->command = req->command;
 	j->command_job = req->command ? 0 : command_of(req);
 	struct timespec now;
@@ -172,40 +139,58 @@ static struct job *job_new(struct conn *c, const Toolrun__Request *req)
 	exe[n] = '\0';
 	snprintf(j->name, sizeof(j->name), "%.63s", path_base_name(exe));
 	snprintf(j->tool, sizeof(j->tool), "-");
-	j->next = L->jobs;
-	if (L->jobs)
-		L->jobs->prev = j;
-	L->jobs = j;
-	L->running++;
-	c->job = j;
+	j->next = J->list;
+	if (J->list)
+		J->list->prev = j;
+	J->list = j;
+	J->running++;
+	client->job = j;
 	return j;
 }
 
 /* Well-formed, but not for this daemon to run: say why in one line. */
 static void job_refuse(struct job *j, enum policy_verdict v)
 {
-	struct listener *L = j->L;
+	const struct jobs *J = j->J;
 	char reason[CONFIG_PATH_MAX + 160];
 	char when[32];
 	struct tm tm;
 
 	/* The caller's library read the file as allowing it: the file
 	 * changed since the daemon read it, most likely. */
-	gmtime_r(&L->cfg_read_at, &tm);
+	gmtime_r(&J->cfg_read_at, &tm);
 	strftime(when, sizeof(when), "%H:%M:%S UTC", &tm);
 	if (v == POLICY_COMMANDS_OFF)
 		snprintf(reason, sizeof(reason),
 			 "agent_commands is off in %s as toolrund read it (at %s); if the "
-			 "file turns it on now, run 'toolrun reload'", L->cfg->file, when);
+			 "file turns it on now, run 'toolrun reload'", J->cfg->file, when);
 	else
 		snprintf(reason, sizeof(reason),
 			 "not a tool listed in %s as toolrund read it (at %s); if the "
-			 "file lists it now, run 'toolrun reload'", L->cfg->file, when);
+			 "file lists it now, run 'toolrun reload'", J->cfg->file, when);
 	j->exited = true;
 	job_not_run(j, 126, EACCES, reason);
 }
 
 /* Pipes for the shaped streams; the caller's fds for the others. */
+/* The shaper of stream i (0 stdout, 1 stderr) under limits. */
+static int stream_shaper_init(struct job *j, int i, const struct limits *limits, bool joined)
+{
+	struct job_stream *s = &j->out[i];
+	struct shape_opts o = {
+		.max_bytes = limits->max_bytes,
+		.max_lines = limits->max_lines,
+		.mode = limits->shape,
+		.binary_summary = j->J->cfg->binary == BINARY_SUMMARY,
+		.stream_name = i == 1 ? "stderr" : joined ? "output" : "stdout",
+		.program = j->command ? NULL : j->name,
+	};
+	if (shaper_init(&s->shaper, &o) < 0)
+		return -1;
+	s->shaped = true;
+	return 0;
+}
+
 static int job_open_streams(struct job *j, const Toolrun__Request *req,
 			    const struct policy_decision *d, int *fds, unsigned nfds,
 			    struct spawn_fds *sf, char *failure, size_t len)
@@ -222,23 +207,12 @@ static int job_open_streams(struct job *j, const Toolrun__Request *req,
 	}
 	for (int i = 0; i < 2; i++) {
 		bool shaped = i == 0 ? d->shape_stdout : d->shape_stderr;
-		struct job_stream *s = &j->out[i];
 		if (!shaped)
 			continue;
-		const char *who = j->command ? NULL : j->name;
-		struct shape_opts o = {
-			.max_bytes = d->limits.max_bytes,
-			.max_lines = d->limits.max_lines,
-			.mode = d->limits.shape,
-			.binary_summary = j->L->cfg->binary == BINARY_SUMMARY,
-			.stream_name = i == 1 ? "stderr" : d->joined ? "output" : "stdout",
-			.program = who,
-		};
-		if (shaper_init(&s->shaper, &o) < 0) {
+		if (stream_shaper_init(j, i, &d->limits, d->joined) < 0) {
 			snprintf(failure, len, "toolrund is out of memory");
 			return -1;
 		}
-		s->shaped = true;
 		int w = -1;
 		if (i == 1 && d->joined) {
 			w = fcntl(sf->write_end[0], F_DUPFD_CLOEXEC, 3);
@@ -299,169 +273,62 @@ static size_t command_env_fill(struct command_env *ce, const struct job *j,
 	return 3;
 }
 
-/* The caller's state, with the policy's resource limits as ceilings: the
- * program gets the lower of the two. */
-static void spawn_state(const Toolrun__Request *req, const struct limits *policy,
-			Toolrun__ProcessState *state, Toolrun__Limit *limits,
-			Toolrun__Limit **limit_ptrs)
+static int job_spawn(struct job *j, const struct job_caller *who,
+		     const Toolrun__Request *req, const ProtobufCBinaryData *env, size_t nenv,
+		     const struct spawn_fds *sf, const struct tool_file *file, char *failure,
+		     size_t len)
 {
-	toolrun__process_state__init(state);
-	if (req->state) {
-		/* SIGKILL and SIGSTOP can be neither blocked nor ignored. */
-		uint64_t fixed = (UINT64_C(1) << (SIGKILL - 1)) | (UINT64_C(1) << (SIGSTOP - 1));
-		*state = *req->state;
-		state->blocked_signals &= ~fixed;
-		state->ignored_signals &= ~fixed;
-	} else {
-		state->umask = 022;
-	}
-	state->n_limits = 0;
-	state->limits = limit_ptrs;
-	for (size_t i = 0; req->state && i < req->state->n_limits; i++) {
-		limits[state->n_limits] = *req->state->limits[i];
-		limit_ptrs[state->n_limits] = &limits[state->n_limits];
-		state->n_limits++;
-	}
-	apply_policy_limits(state, limits, policy);
-}
-
-/*
- * Will the launcher take this order? It reads frames of at most
- * FRAME_MAX_ORDER_FDS fds, and decodes each within the memory its size
- * allows (arena.h), as the listener decodes a request. An order it
- * refused would end it, and every job in flight with it; refused here,
- * it costs only its own client. The fds stay within the limit as long as
- * it is derived from the client's (frame.h); the decoding need not: a
- * request's environment, filtered, shrinks the order while its argv
- * keeps every entry. Returns 0, or -errno with a line in failure.
- */
-static int order_check(const Toolrun__Launcher__ToLauncher *m, unsigned nfds,
-		       char *failure, size_t len)
-{
-	if (nfds > FRAME_MAX_ORDER_FDS) {
-		snprintf(failure, len,
-			 "the program would get %u file descriptors (its caller's, and a pipe "
-			 "for each shaped stream); toolrund passes at most %u",
-			 nfds, FRAME_MAX_ORDER_FDS);
-		return -EMFILE;
-	}
-	size_t n = protobuf_c_message_get_packed_size(&m->base);
-	uint8_t *buf = malloc(n ? n : 1);
-	if (!buf) {
-		snprintf(failure, len, "toolrund is out of memory");
-		return -ENOMEM;
-	}
-	protobuf_c_message_pack(&m->base, buf);
-	struct arena a;
-	ProtobufCMessage *back;
-	int r = arena_unpack(&a, &toolrun__launcher__to_launcher__descriptor, n, buf, &back);
-	free(buf);
-	if (r == 0)
-		arena_release(&a);
-	else if (r == -EMSGSIZE)
-		snprintf(failure, len,
-			 "argv and envp have too many entries for their size: the order to "
-			 "run it would not decode within %zu bytes (%d per byte of its %zu, "
-			 "plus %u MiB)",
-			 arena_capacity(n), ARENA_PER_BYTE, n, ARENA_BASE >> 20);
-	else
-		snprintf(failure, len, "toolrund cannot check its order to run it: %s",
-			 errno_text(r));
-	return r;
-}
-
-static int job_spawn(struct job *j, const Toolrun__Request *req, ProtobufCBinaryData *env,
-		     size_t nenv, struct spawn_fds *sf, const struct tool_file *file,
-		     char *failure, size_t len)
-{
-	Toolrun__Launcher__Spawn sp = TOOLRUN__LAUNCHER__SPAWN__INIT;
-	Toolrun__Launcher__CheckedFile checked = TOOLRUN__LAUNCHER__CHECKED_FILE__INIT;
-	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
-	Toolrun__ProcessState state;
-	Toolrun__Limit limits[RLIM_NLIMITS + POLICY_RLIMIT_COUNT];
-	Toolrun__Limit *limit_ptrs[RLIM_NLIMITS + POLICY_RLIMIT_COUNT];
-
-	spawn_state(req, &j->limits, &state, limits, limit_ptrs);
-	sp.state = &state;
-	sp.network = j->limits.network == NETWORK_ALLOW;
-	sp.command = j->command;
-	sp.job = j->id;
-	sp.executable = req->executable;
-	sp.n_argv = req->n_argv;
-	sp.argv = req->argv;
-	sp.n_envp = nenv;
-	sp.envp = env;
-	sp.n_fds = sf->ntargets;
-	sp.fds = sf->targets;
-	sp.tool = j->command ? j->name : j->tool;
-	/* Whom it runs as: the peer that asked (the connection is there
-	 * while its request is being started). */
-	sp.uid = j->conn->uid;
-	sp.gid = j->conn->gid;
-	sp.n_groups = j->conn->ngroups;
-	sp.groups = j->conn->groups;
-	if (file && file->path[0]) {
-		checked.path.data = (uint8_t *)file->path;
-		checked.path.len = strlen(file->path);
-		checked.dev = file->dev;
-		checked.ino = file->ino;
-		checked.by_name = file->by_name;
-		sp.checked = &checked;
-	}
-	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_SPAWN;
-	m.spawn = &sp;
-	int r = order_check(&m, sf->nsend, failure, len);
+	struct spawn_order o = {
+		.job = j->id,
+		.req = req,
+		.env = env,
+		.nenv = nenv,
+		.limits = &j->limits,
+		.command = j->command,
+		.tool = j->command ? j->name : j->tool,
+		/* Whom it runs as: the peer that asked. */
+		.uid = who->uid,
+		.gid = who->gid,
+		.groups = who->groups,
+		.ngroups = who->ngroups,
+		.fds = sf->send,
+		.nfds = sf->nsend,
+		.targets = sf->targets,
+		.ntargets = sf->ntargets,
+		.file = file,
+	};
+	uint64_t start_us = monotonic_us();
+	int r = order_spawn(j->J->orders, &o, failure, len);
 	if (r < 0)
 		return r;
-	j->start_us = monotonic_us();
-	launcher_send(j->L, &m, sf->send, sf->nsend); /* the queue owns and closes them */
+	j->start_us = start_us;
 	if (j->limits.timeout_s)
 		job_arm_timeout(j, (int64_t)j->limits.timeout_s * 1000);
 	return 0;
 }
 
-void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned nfds)
+/* A job the policy lets run: its streams, its environment, the Spawn;
+ * or the reason it did not run. */
+static void job_launch(struct job *j, const struct job_caller *who,
+		       const Toolrun__Request *req, const struct policy_decision *d,
+		       int *fds, unsigned nfds)
 {
-	struct listener *L = c->L;
-	struct policy_decision d;
-	enum policy_verdict v = policy_check(L->cfg, req, nfds, nfds ? fds[0] : -1, &d);
-
-	if (v == POLICY_MALFORMED) {
-		close_all(fds, nfds);
-		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE, "bad Request: %s",
-			    d.error);
-		return;
-	}
-	struct job *j = job_new(c, req);
-	if (!j) {
-		close_all(fds, nfds);
-		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BUSY, "out of memory");
-		return;
-	}
-	if (v != POLICY_RUN) {
-		close_all(fds, nfds);
-		job_refuse(j, v);
-		return;
-	}
-	if (!j->command)
-		snprintf(j->tool, sizeof(j->tool), "%.63s", config_tool_name(L->cfg, d.tool));
-	j->limits = d.limits;
-	j->joined = d.joined;
-
+	const struct config *cfg = j->J->cfg;
 	struct spawn_fds sf = {.write_end = {-1, -1}};
 	struct command_env ce;
 	ProtobufCBinaryData *env = NULL;
 	size_t nenv = 0;
 	char failure[256] = "";
 	int code = 1; /* the daemon failed */
-	if (job_open_streams(j, req, &d, fds, nfds, &sf, failure, sizeof(failure)) == 0) {
+
+	if (job_open_streams(j, req, d, fds, nfds, &sf, failure, sizeof(failure)) == 0) {
 		size_t nextra = j->command ? command_env_fill(&ce, j, &sf) : 0;
-		if (policy_environment(req, L->cfg, &d.limits, ce.vars, nextra, &env, &nenv) < 0)
+		if (policy_environment(req, cfg, &d->limits, ce.vars, nextra, &env, &nenv) < 0)
 			snprintf(failure, sizeof(failure), "toolrund is out of memory");
 	}
 	if (!failure[0]) {
-		int r = job_spawn(j, req, env, nenv, &sf, j->command ? NULL : &d.file, failure,
-				  sizeof(failure));
+		int r = job_spawn(j, who, req, env, nenv, &sf, j->command ? NULL : &d->file,
+				  failure, sizeof(failure));
 		free(env);
 		if (r == 0)
 			return;
@@ -473,4 +340,80 @@ void job_start(struct conn *c, const Toolrun__Request *req, int *fds, unsigned n
 	output_close(&j->out[0]);
 	output_close(&j->out[1]);
 	job_not_run(j, code, 0, failure);
+}
+
+int job_start(struct jobs *J, const struct job_caller *who, struct job_client *client,
+	      const Toolrun__Request *req, int *fds, unsigned nfds,
+	      Toolrun__ErrorCode *code, char *why, size_t len)
+{
+	struct policy_decision d;
+	enum policy_verdict v = policy_check(J->cfg, req, nfds, nfds ? fds[0] : -1, &d);
+
+	if (v == POLICY_MALFORMED) {
+		close_all(fds, nfds);
+		*code = TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE;
+		snprintf(why, len, "bad Request: %s", d.error);
+		return -1;
+	}
+	struct job *j = job_new(J, who, client, req);
+	if (!j) {
+		close_all(fds, nfds);
+		*code = TOOLRUN__ERROR_CODE__ERROR_BUSY;
+		snprintf(why, len, "out of memory");
+		return -1;
+	}
+	if (v != POLICY_RUN) {
+		close_all(fds, nfds);
+		job_refuse(j, v);
+		return 0;
+	}
+	if (!j->command)
+		snprintf(j->tool, sizeof(j->tool), "%.63s", config_tool_name(J->cfg, d.tool));
+	j->limits = d.limits;
+	j->joined = d.joined;
+	job_launch(j, who, req, &d, fds, nfds);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* A session's command                                                 */
+
+struct job *job_attach(struct jobs *J, const struct job_attach *a, char *why, size_t len)
+{
+	static const char shell[] = "bash";
+	ProtobufCBinaryData argv[1] = {a->command};
+	Toolrun__Request req = TOOLRUN__REQUEST__INIT;
+
+	req.executable = (ProtobufCBinaryData){sizeof(shell) - 1, (uint8_t *)shell};
+	req.argv = argv;
+	req.n_argv = 1;
+	req.cwd = a->cwd;
+	req.command = true;
+	struct job *j = job_new(J, a->who, a->client, &req);
+	if (!j) {
+		snprintf(why, len, "toolrund is out of memory");
+		return NULL;
+	}
+	snprintf(j->name, sizeof(j->name), "%s", a->name);
+	j->attached = true;
+	j->spawned = true;
+	j->pid = a->pid;
+	j->command_job = a->command_job;
+	j->limits = policy_command_limits(J->cfg);
+	j->limits.timeout_s = 0; /* interrupt or close ends a session's command */
+	j->joined = a->fds[1] < 0;
+	j->start_us = monotonic_us();
+	for (int i = 0; i < 2; i++) {
+		if (a->fds[i] < 0)
+			continue;
+		Toolrun__Stream st = i ? TOOLRUN__STREAM__STREAM_STDERR : TOOLRUN__STREAM__STREAM_STDOUT;
+		if (stream_shaper_init(j, i, &j->limits, j->joined) < 0 ||
+		    output_attach(j, i, st, a->fds[i]) < 0) {
+			snprintf(why, len, "toolrund cannot read the session's output: %s",
+				 errno_text(errno ? errno : ENOMEM));
+			job_attached_ended(j, W_EXITCODE(1, 0));
+			return NULL;
+		}
+	}
+	return j;
 }

@@ -3,8 +3,9 @@
  * agent, and to the spill file that keeps the whole of a cut stream.
  *
  *   output_open       the pipe; its read end is watched here
- *   stream_readable   read, shape, queue Output; pause for a slow client
- *                     or while the spill file is being opened
+ *   stream_readable   read, shape, hand the client its Output; pause for
+ *                     a slow client or while the spill file is being
+ *                     opened
  *   spill_bytes       everything of a cut stream, into its spill file
  *   stream_eof        the end: shaper_finish writes the marker, which
  *                     names the spill file, so it waits for that file
@@ -21,9 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "listener.h"
+#include "job.h"
 #include "log.h"
-#include "reply.h"
 #include "util.h"
 
 /* Shaped pipes are made this large when the kernel allows, so that a
@@ -32,29 +32,30 @@
 
 static void emit_append(void *ctx, const uint8_t *p, size_t n)
 {
-	struct listener *L = ((struct job_stream *)ctx)->job->L;
+	struct jobs *J = ((struct job_stream *)ctx)->job->J;
 
-	if (L->emit_len + n > L->emit_cap) {
-		size_t cap = L->emit_cap * 2 > L->emit_len + n ? L->emit_cap * 2
-							       : L->emit_len + n;
-		uint8_t *e = realloc(L->emit, cap);
+	if (J->emit_len + n > J->emit_cap) {
+		size_t cap = J->emit_cap * 2 > J->emit_len + n ? J->emit_cap * 2
+							       : J->emit_len + n;
+		uint8_t *e = realloc(J->emit, cap);
 		if (!e)
 			return; /* shaped bytes lost; logged by the caller */
-		L->emit = e;
-		L->emit_cap = cap;
+		J->emit = e;
+		J->emit_cap = cap;
 	}
-	memcpy(L->emit + L->emit_len, p, n);
-	L->emit_len += n;
+	memcpy(J->emit + J->emit_len, p, n);
+	J->emit_len += n;
 }
 
-/* Queue what the shaper kept, if a client is there to take it. */
+/* Hand the client what the shaper kept, if a client is there to take it. */
 static void queue_emitted(struct job_stream *s)
 {
-	struct listener *L = s->job->L;
+	struct jobs *J = s->job->J;
+	struct job_client *c = s->job->client;
 
-	if (L->emit_len && s->job->conn)
-		reply_output(&s->job->conn->out, s->stream, L->emit, L->emit_len);
-	L->emit_len = 0;
+	if (J->emit_len && c)
+		c->ops->output(c, s->stream, J->emit, J->emit_len);
+	J->emit_len = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -73,7 +74,7 @@ static void spill_fail(struct job_spill *sp, const char *what, int err)
 static void spill_write(struct job_stream *s, const uint8_t *p, size_t n)
 {
 	struct job_spill *sp = &s->spill;
-	uint64_t cap = s->job->L->cfg->spill_max_bytes;
+	uint64_t cap = s->job->J->cfg->spill_max_bytes;
 
 	if (sp->fd < 0 || sp->partial)
 		return;
@@ -99,15 +100,8 @@ static void spill_write(struct job_stream *s, const uint8_t *p, size_t n)
 static void request_spill(struct job_stream *s)
 {
 	struct job *j = s->job;
-	Toolrun__Launcher__OpenSpill o = TOOLRUN__LAUNCHER__OPEN_SPILL__INIT;
-	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
 
-	o.job = j->id;
-	o.stream = (uint32_t)s->stream;
-	o.uid = (uint32_t)j->uid;
-	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_OPEN_SPILL;
-	m.open_spill = &o;
-	launcher_send(j->L, &m, NULL, 0);
+	order_open_spill(j->J->orders, j->id, s->stream, j->uid);
 	s->spill.requested = true;
 }
 
@@ -124,7 +118,7 @@ static void spill_bytes(void *ctx, const uint8_t *p, size_t n)
 	if (sp->error[0])
 		return;
 	if (!sp->requested) {
-		if (!s->job->L->cfg->spill_dir[0]) {
+		if (!s->job->J->cfg->spill_dir[0]) {
 			spill_fail(sp, "spill_dir is empty", 0);
 			return;
 		}
@@ -151,8 +145,11 @@ void output_close(struct job_stream *s)
 {
 	if (s->fd < 0)
 		return;
-	event_del(&s->job->L->loop, &s->ev);
-	close_fd(&s->fd);
+	event_del(s->job->J->loop, &s->ev);
+	if (s->borrowed)
+		s->fd = -1;
+	else
+		close_fd(&s->fd);
 }
 
 /* Shaped and spilled to the end: the tail, the marker. */
@@ -190,25 +187,25 @@ static void stream_eof(struct job_stream *s)
 
 static bool client_too_slow(const struct job *j)
 {
-	const struct listener *L = j->L;
-	size_t queued = j->conn ? j->conn->out.bytes : 0;
+	size_t queued = j->client ? j->client->ops->queued(j->client) : 0;
 
 	/* While slow clients hold much in all, each is held to less. */
-	return queued > OUTQ_HIGH || (queued > OUTQ_LOW && L->queued > MAX_QUEUED_BYTES);
+	return queued > OUTQ_HIGH ||
+	       (queued > OUTQ_LOW && *j->J->queued_total > MAX_QUEUED_BYTES);
 }
 
 static void stream_readable(struct event_loop *loop, uint32_t events, void *data)
 {
 	struct job_stream *s = data;
 	struct job *j = s->job;
-	struct listener *L = j->L;
+	struct jobs *J = j->J;
 	(void)loop;
 	(void)events;
 
 	/* A bounded number of reads per wakeup keeps one busy program from
 	 * starving the other clients. */
 	for (int round = 0; round < 16 && s->fd >= 0; round++) {
-		ssize_t n = read(s->fd, L->read_buf, sizeof(L->read_buf));
+		ssize_t n = read(s->fd, J->read_buf, sizeof(J->read_buf));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -223,23 +220,38 @@ static void stream_readable(struct event_loop *loop, uint32_t events, void *data
 			job_maybe_finish(j);
 			return;
 		}
-		shaper_feed(&s->shaper, L->read_buf, (size_t)n, emit_append, spill_bytes, s);
+		shaper_feed(&s->shaper, J->read_buf, (size_t)n, emit_append, spill_bytes, s);
 		queue_emitted(s);
 		if (s->spill.requested) {
-			event_modify(&L->loop, &s->ev, 0);
+			event_modify(J->loop, &s->ev, 0);
 			s->waiting_spill = true;
 			return;
 		}
-		if (j->conn && !conn_flush(j->conn))
+		if (j->client && !j->client->ops->flush(j->client))
 			continue; /* the client left: keep draining */
 		/* A slow client: stop reading until its queue drains, unless
 		 * nothing more reaches it before the end anyway. */
 		if (client_too_slow(j) && !shaper_draining(&s->shaper)) {
-			event_modify(&L->loop, &s->ev, 0);
+			event_modify(J->loop, &s->ev, 0);
 			s->paused = true;
 			return;
 		}
 	}
+}
+
+int output_attach(struct job *j, int i, Toolrun__Stream stream, int fd)
+{
+	struct job_stream *s = &j->out[i];
+
+	s->fd = fd;
+	s->borrowed = true;
+	s->stream = stream;
+	if (event_add(j->J->loop, &s->ev, fd, EPOLLIN, stream_readable, s) < 0) {
+		int e = errno;
+		s->fd = -1;
+		return -e;
+	}
+	return 0;
 }
 
 int output_open(struct job *j, int i, Toolrun__Stream stream, int *write_end)
@@ -254,7 +266,7 @@ int output_open(struct job *j, int i, Toolrun__Stream stream, int *write_end)
 	s->fd = p[0];
 	s->stream = stream;
 	*write_end = p[1];
-	if (event_add(&j->L->loop, &s->ev, p[0], EPOLLIN, stream_readable, s) < 0) {
+	if (event_add(j->J->loop, &s->ev, p[0], EPOLLIN, stream_readable, s) < 0) {
 		int e = errno;
 		close_fd(&s->fd);
 		close(p[1]);
@@ -266,10 +278,10 @@ int output_open(struct job *j, int i, Toolrun__Stream stream, int *write_end)
 static void watch_again(struct job_stream *s)
 {
 	if (s->fd >= 0 && !s->paused && !s->waiting_spill)
-		event_modify(&s->job->L->loop, &s->ev, EPOLLIN);
+		event_modify(s->job->J->loop, &s->ev, EPOLLIN);
 }
 
-void output_resume(struct job *j)
+void job_resume_output(struct job *j)
 {
 	for (int i = 0; i < 2; i++) {
 		struct job_stream *s = &j->out[i];
@@ -287,10 +299,10 @@ void output_drain_and_close(struct job *j)
 		if (s->fd < 0)
 			continue;
 		for (;;) {
-			ssize_t n = read(s->fd, j->L->read_buf, sizeof(j->L->read_buf));
+			ssize_t n = read(s->fd, j->J->read_buf, sizeof(j->J->read_buf));
 			if (n <= 0)
 				break;
-			shaper_feed(&s->shaper, j->L->read_buf, (size_t)n, emit_append,
+			shaper_feed(&s->shaper, j->J->read_buf, (size_t)n, emit_append,
 				    spill_bytes, s);
 			queue_emitted(s);
 		}

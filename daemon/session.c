@@ -421,7 +421,7 @@ static int send_input(struct session *s, const ProtobufCBinaryData *in, bool eof
 static void session_write(struct session *s, struct session_peer *p,
 			  const Toolrun__SessionCall *c)
 {
-	char why[160];
+	char why[sizeof(((struct session *)0)->end_reason)];
 
 	if (!current_job(s)) {
 		reply_error_to(p, s->id, TOOLRUN__ERROR_CODE__ERROR_BUSY,
@@ -542,7 +542,7 @@ void session_end(struct session *s, const char *why)
 bool sessions_on_exited(struct sessions *S, uint64_t id, int wait_status)
 {
 	struct session *s = session_by_job(S, id);
-	char why[160];
+	char why[sizeof(((struct session *)0)->end_reason)];
 
 	if (!s)
 		return false;

@@ -33,7 +33,10 @@
  * export, functions and jobs persist, declare stays global) and so that
  * SIGINT's trap can `return` from it: an interrupt ends the whole
  * command, as Ctrl-C does at a prompt, and not the shell. Neither fd 3
- * nor 4 is open in the command (bash keeps its copies close-on-exec).
+ * nor 4 is open in the command (bash keeps its copies close-on-exec), nor
+ * fd 9: `.` has read the here-string whole before the command's first
+ * word closes it (on the same line, so that bash's line numbers in
+ * messages stay the command's).
  */
 static const char wrapper[] =
 	"trap '[[ -n $__toolrun_in ]] && return' INT\n"
@@ -45,7 +48,7 @@ static const char wrapper[] =
 	"    exit 0\n"
 	"  fi\n"
 	"  __toolrun_in=1\n"
-	"  . /dev/fd/9 9<<<\"$__toolrun_cmd\" 3<&- 4>&-\n"
+	"  . /dev/fd/9 9<<<\"exec 9<&- ; $__toolrun_cmd\" 3<&- 4>&-\n"
 	"  __toolrun_st=$?\n"
 	"  __toolrun_in=\n"
 	"  printf '%d %s\\0' \"$__toolrun_st\" \"$PWD\" >&4\n"
@@ -151,8 +154,22 @@ static bool has_prefix(const ProtobufCBinaryData *e, const char *prefix)
 	return e->len >= n && memcmp(e->data, prefix, n) == 0;
 }
 
-/* The client's entries, less toolrun's variables and LD_PRELOAD (which
- * the Spawn sets), copied: the call's memory goes with it. */
+/* Variables toolrund sets for the session (build_env): a client's own
+ * are dropped. TOOLRUN_CONFIG and TOOLRUN stay the client's. */
+static bool set_by_daemon(const ProtobufCBinaryData *e)
+{
+	static const char *const names[] = {
+		"TOOLRUN_AGENT_STDOUT=", "TOOLRUN_AGENT_STDERR=", "TOOLRUN_COMMAND=",
+		"TOOLRUN_SESSION=", "TOOLRUN_NESTED=",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (has_prefix(e, names[i]))
+			return true;
+	return false;
+}
+
+/* The client's entries, less those toolrund sets, copied: the call's
+ * memory goes with it. */
 static int keep_env(struct session *s, const Toolrun__SessionCall *c)
 {
 	size_t bytes = 0;
@@ -166,7 +183,7 @@ static int keep_env(struct session *s, const Toolrun__SessionCall *c)
 		const ProtobufCBinaryData *e = &c->envp[i];
 		if (!memchr(e->data, '=', e->len) || memchr(e->data, '\0', e->len))
 			return -EINVAL;
-		if (has_prefix(e, "TOOLRUN_"))
+		if (set_by_daemon(e))
 			continue;
 		memcpy(pool, e->data, e->len);
 		s->env[s->nenv++] = (ProtobufCBinaryData){e->len, pool};
@@ -268,7 +285,7 @@ static int spawn_shell(struct session *s, int std[3], char *why, size_t len)
 {
 	struct jobs *J = s->S->J;
 	static const uint32_t targets[] = {0, 1, 2, 3, 4};
-	int ctl[2];
+	int ctl[2] = {-1, -1};
 	int r = control_pipes(s, ctl);
 	if (r < 0) {
 		snprintf(why, len, "toolrund failed to create a pipe: %s", errno_text(-r));

@@ -66,12 +66,12 @@ static NORETURN void listener_process(struct supervisor *S, pid_t parent,
 	}
 	L->cfg = S->cfg;
 	L->sock = S->sock;
-	L->launcher = link;
+	L->orders.launcher = link;
 	L->control = control;
-	memcpy(L->allowed, S->allowed, sizeof(L->allowed));
-	L->nallowed = S->nallowed;
-	L->self_uid = S->uid;
-	L->can_switch = S->can_switch;
+	memcpy(L->conns.allowed, S->allowed, sizeof(L->conns.allowed));
+	L->conns.nallowed = S->nallowed;
+	L->conns.self_uid = S->uid;
+	L->conns.can_switch = S->can_switch;
 	int code = listener_main(L, note);
 	free(L);
 	/* The raw call, not _exit(): a sanitizer build hooks _exit() to run
