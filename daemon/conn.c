@@ -125,7 +125,6 @@ static void conn_drop(struct conn *c)
 /* Write what the client takes. Returns false if the connection is gone. */
 static bool conn_flush(struct conn *c)
 {
-
 	if (c->dead)
 		return false;
 	int r = outq_flush(&c->out, c->fd);
