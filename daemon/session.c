@@ -480,9 +480,7 @@ static void on_close_grace(struct event_loop *loop, void *data)
 	order_release(s->S->J->orders, s->job_id);
 }
 
-/* SIGHUP to every process of its session, SIGKILL a second later; its
- * bash's end (Exited) finishes it. */
-static void session_close(struct session *s, const char *why)
+void session_close(struct session *s, const char *why)
 {
 	if (s->phase == SESSION_ENDED || s->phase == SESSION_CLOSING)
 		return;
@@ -702,6 +700,9 @@ void sessions_peer_gone(struct sessions *S, struct session_peer *p)
 	p->waiting_on = NULL;
 	timer_cancel(s->S->J->loop, &s->wait_timer);
 	timer_cancel(s->S->J->loop, &s->check_timer);
+	/* Its creator left before it heard the id: nobody can use it. */
+	if (s->phase == SESSION_OPENING_PTY || s->phase == SESSION_STARTING)
+		s->orphan = true;
 }
 
 void sessions_stop_all(struct sessions *S)

@@ -87,6 +87,7 @@ struct session {
 	pid_t caller_pid;
 	bool tty;
 	enum session_phase phase;
+	bool orphan;            /* its creator left before hearing its id */
 	pid_t pid;              /* its bash */
 	int cwd_fd;             /* until the Spawn takes it */
 	ProtobufCBinaryData *env; /* until the Spawn (TTY: after the terminal) */
@@ -170,6 +171,9 @@ int session_attach_command(struct session *s, const ProtobufCBinaryData *command
 int session_watch_status(struct session *s);
 /* A call came: the idle clock starts again. */
 void session_touch(struct session *s);
+/* SIGHUP to its processes, SIGKILL a second later; its bash's end
+ * finishes it (session_end). */
+void session_close(struct session *s, const char *why);
 /* Its bash is gone, or never ran. */
 void session_end(struct session *s, const char *why);
 void session_close_fds(struct session *s);

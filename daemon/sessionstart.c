@@ -132,6 +132,10 @@ bool sessions_on_spawned(struct sessions *S, uint64_t id, pid_t pid, int err, un
 	session_touch(s);
 	log_info("session %s: bash pid %d for uid %u%s", s->id, (int)pid, (unsigned)s->uid,
 		 s->tty ? " on a terminal" : "");
+	if (s->orphan) {
+		session_close(s, "its creator left before it started");
+		return true;
+	}
 	struct session_peer *p = s->waiter;
 	if (p) {
 		Toolrun__SessionReply r = TOOLRUN__SESSION_REPLY__INIT;
@@ -375,7 +379,13 @@ bool sessions_on_pty(struct sessions *S, uint64_t id, int err, int master, int s
 			close(slave);
 		return false;
 	}
+	if (!err && s->orphan)
+		err = ECANCELED;
 	if (err) {
+		if (master >= 0)
+			close(master);
+		if (slave >= 0)
+			close(slave);
 		snprintf(why, sizeof(why), "toolrund could not open a terminal (/dev/ptmx): %s",
 			 errno_text(err));
 		session_failed(s, why);

@@ -1,7 +1,8 @@
 /*
  * Unit tests for daemon/proctree.c, with real processes: killing a
- * session wherever its process groups are, and finding who still holds
- * a pipe or FIFO open for writing.
+ * session wherever its process groups are, finding who still holds a
+ * pipe or FIFO open for writing, and seeing a session's process blocked
+ * reading its input.
  *
  * The test process is a subreaper, so that grandchildren left behind by
  * a killed child come back to it and can be waited for. Every child
@@ -19,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -341,6 +344,153 @@ static void test_another_pipe_is_not_confused_with_ours(void **state)
 	close(theirs[1]);
 }
 
+
+/* ───────────────────────── waiting for input ───────────────────────── */
+
+enum wait_kind { WAIT_READ, WAIT_POLL, WAIT_SELECT };
+
+/* A child in a session of its own, blocked until fd is readable. */
+static pid_t blocked_reader(int fd, enum wait_kind kind, bool own_session)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char c;
+		if (own_session)
+			setsid();
+		if (kind == WAIT_POLL) {
+			struct pollfd p = {.fd = fd, .events = POLLIN};
+			poll(&p, 1, -1);
+		} else if (kind == WAIT_SELECT) {
+			fd_set set;
+			FD_ZERO(&set);
+			FD_SET(fd, &set);
+			select(fd + 1, &set, NULL, NULL, NULL);
+		}
+		_exit(read(fd, &c, 1) == 1 ? 0 : 1);
+	}
+	return pid;
+}
+
+/* Wait (for an event, bounded only against a hang) until the kernel
+ * shows pid blocked in a system call. */
+static void wait_blocked(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	for (int i = 0; i < 20000; i++) {
+		FILE *f = fopen(path, "r");
+		assert_non_null(f);
+		bool got = fgets(line, sizeof(line), f) != NULL;
+		fclose(f);
+		if (got && strncmp(line, "running", 7) != 0) {
+			char stat[64], buf[512];
+			snprintf(stat, sizeof(stat), "/proc/%d/stat", (int)pid);
+			f = fopen(stat, "r");
+			assert_non_null(f);
+			got = fgets(buf, sizeof(buf), f) != NULL;
+			fclose(f);
+			const char *p = got ? strrchr(buf, ')') : NULL;
+			if (p && p[2] == 'S')
+				return;
+		}
+		usleep(500);
+	}
+	fail_msg("pid %d never blocked", (int)pid);
+}
+
+static void identity_of(int fd, dev_t *dev, ino_t *ino)
+{
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+}
+
+static void check_waiting_kind(enum wait_kind kind)
+{
+	int in[2];
+	dev_t dev;
+	ino_t ino;
+	int status;
+
+	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+	identity_of(in[0], &dev, &ino);
+	pid_t pid = blocked_reader(in[0], kind, true);
+	wait_blocked(pid);
+	assert_int_equal(proctree_session_waiting(pid, dev, ino), 1);
+	assert_int_equal(write(in[1], "x", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(in[0]);
+	close(in[1]);
+}
+
+static void test_session_blocked_in_read_on_its_input_is_waiting(void **state)
+{
+	(void)state;
+	check_waiting_kind(WAIT_READ);
+}
+
+static void test_session_blocked_in_poll_on_its_input_is_waiting(void **state)
+{
+	(void)state;
+	check_waiting_kind(WAIT_POLL);
+}
+
+static void test_session_blocked_in_select_on_its_input_is_waiting(void **state)
+{
+	(void)state;
+	check_waiting_kind(WAIT_SELECT);
+}
+
+/* Blocked reading another pipe (its own producer's): not waiting for
+ * the session's input. */
+static void test_session_reading_another_pipe_is_not_waiting(void **state)
+{
+	int in[2], other[2];
+	dev_t dev;
+	ino_t ino;
+	int status;
+	(void)state;
+
+	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(other, O_CLOEXEC), 0);
+	identity_of(in[0], &dev, &ino);
+	pid_t pid = blocked_reader(other[0], WAIT_READ, true);
+	wait_blocked(pid);
+	assert_int_equal(proctree_session_waiting(pid, dev, ino), 0);
+	assert_int_equal(write(other[1], "x", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	close(in[0]);
+	close(in[1]);
+	close(other[0]);
+	close(other[1]);
+}
+
+/* A reader of the input in another session does not count. */
+static void test_reader_outside_the_session_is_not_waiting(void **state)
+{
+	int in[2];
+	dev_t dev;
+	ino_t ino;
+	int status;
+	(void)state;
+
+	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+	identity_of(in[0], &dev, &ino);
+	struct child quiet = start_child(new_session, NULL, NULL);
+	pid_t sid = child_ready(&quiet);
+	pid_t pid = blocked_reader(in[0], WAIT_READ, true);
+	wait_blocked(pid);
+	assert_int_equal(proctree_session_waiting(sid, dev, ino), 0);
+	assert_int_equal(write(in[1], "x", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	end_child(&quiet);
+	close(in[0]);
+	close(in[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -351,6 +501,11 @@ int main(void)
 		cmocka_unit_test(test_pipe_with_only_readers_has_no_writer),
 		cmocka_unit_test(test_fifo_opened_for_reading_and_writing_is_a_writer),
 		cmocka_unit_test(test_another_pipe_is_not_confused_with_ours),
+		cmocka_unit_test(test_session_blocked_in_read_on_its_input_is_waiting),
+		cmocka_unit_test(test_session_blocked_in_poll_on_its_input_is_waiting),
+		cmocka_unit_test(test_session_blocked_in_select_on_its_input_is_waiting),
+		cmocka_unit_test(test_session_reading_another_pipe_is_not_waiting),
+		cmocka_unit_test(test_reader_outside_the_session_is_not_waiting),
 	};
 
 	/* Orphans of killed children come back to us, to be waited for. */
