@@ -3,7 +3,7 @@
  * thing without it, measured in one run on one machine.
  *
  * It starts its own toolrund (and the PATH-shim baseline's daemon) with a
- * temporary config, runs scenarios P1-P7 of bench/README.md, interleaving
+ * temporary config, runs scenarios P1-P10 of bench/README.md, interleaving
  * the variants of each (A B A B ..., or A B C, B C A, C A B for three) so
  * that the machine's drift falls on all of them alike, and writes
  * latest.json, latest.md and a latency plot to the output directory.
@@ -28,11 +28,16 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "frame.h"
+#include "toolrun.pb-c.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_ENV 16
@@ -53,6 +58,7 @@ struct sizes {
 	int held_requests;   /* P5 */
 	int p6_blocks;       /* P6: blocks of (unloaded, loaded) */
 	int p6_calls;        /* P6: calls per block */
+	int session_rounds;  /* P10: rounds of (session, direct, preload) */
 };
 
 static const struct sizes full_sizes = {
@@ -61,6 +67,7 @@ static const struct sizes full_sizes = {
 	.big_bytes = 1LL << 30, .big_rounds = 5,
 	.held_requests = 256,
 	.p6_blocks = 4, .p6_calls = 100,
+	.session_rounds = 300,
 };
 
 static const struct sizes smoke_sizes = {
@@ -69,6 +76,7 @@ static const struct sizes smoke_sizes = {
 	.big_bytes = 8LL << 20, .big_rounds = 1,
 	.held_requests = 8,
 	.p6_blocks = 1, .p6_calls = 5,
+	.session_rounds = 5,
 };
 
 /* An environment for the programs the benchmark starts. */
@@ -93,6 +101,7 @@ struct stats {
 struct bench {
 	struct sizes sz;
 	bool smoke;
+	const char *only; /* --only: the scenarios to run, or NULL for all */
 	const char *build, *shim_dir, *out_dir;
 	char tmp[PATH_MAX];
 	char lib[PATH_MAX], daemon_bin[PATH_MAX], cli[PATH_MAX];
@@ -390,7 +399,8 @@ static void report(struct bench *b, const char *id, const char *what,
 
 /* ---- the daemons -------------------------------------------------------- */
 
-static int daemon_job_count(const struct bench *b)
+/* The daemon's job lines that contain WHAT. */
+static int daemon_jobs_with(const struct bench *b, const char *what)
 {
 	FILE *f = fopen(b->daemon_log, "r");
 	char line[4096];
@@ -398,20 +408,27 @@ static int daemon_job_count(const struct bench *b)
 	if (!f)
 		die("open %s: %s", b->daemon_log, strerror(errno));
 	while (fgets(line, sizeof(line), f))
-		if (strstr(line, " info: job "))
+		if (strstr(line, " info: job ") && strstr(line, what))
 			n++;
 	fclose(f);
 	return n;
 }
 
-/* Calls that should each have gone through the daemon did. */
-static void expect_jobs(struct bench *b, int before, int calls, const char *scenario)
+static int daemon_job_count(const struct bench *b)
+{
+	return daemon_jobs_with(b, "");
+}
+
+/* Calls that should each have gone through the daemon did: as many job
+ * lines containing WHAT as before plus CALLS. */
+static void expect_jobs_with(struct bench *b, const char *what, int before, int calls,
+			     const char *scenario)
 {
 	/* The log is written as jobs start; give the last ones a moment (up
 	 * to 10 s: a loaded machine may be slow to schedule the daemon). */
 	int got = 0;
 	for (int i = 0; i < 500; i++) {
-		got = daemon_job_count(b) - before;
+		got = daemon_jobs_with(b, what) - before;
 		if (got >= calls)
 			break;
 		sleep_ms(20);
@@ -421,6 +438,11 @@ static void expect_jobs(struct bench *b, int before, int calls, const char *scen
 			scenario, calls, got);
 		b->failures++;
 	}
+}
+
+static void expect_jobs(struct bench *b, int before, int calls, const char *scenario)
+{
+	expect_jobs_with(b, "", before, calls, scenario);
 }
 
 static void write_file(const char *path, const char *text)
@@ -470,8 +492,10 @@ static void write_config(struct bench *b, bool spill)
 		 /* The default's spill and audit log, in the benchmark's own
 		  * directory. */
 		 "spill_dir = %s%s\n"
-		 "audit_log = %s/audit.jsonl\n",
-		 b->socket, spill ? b->tmp : "", spill ? "/spill" : "", b->tmp);
+		 "audit_log = %s/audit.jsonl\n"
+		 /* The library sessions' bash and nested programs get. */
+		 "preload = %s\n",
+		 b->socket, spill ? b->tmp : "", spill ? "/spill" : "", b->tmp, b->lib);
 	write_file(b->config, text);
 }
 
@@ -1091,6 +1115,212 @@ static void bench_tail(struct bench *b)
 	free(dl.ms);
 }
 
+/* ---- P10: commands in a session, from a connected client -------------- */
+
+/* One connection to the daemon, protocol version 2 (docs/sessions.md). */
+struct session_client {
+	int fd;
+	struct frame_reader rd;
+	char id[64];
+};
+
+static void session_send(int fd, Toolrun__ClientMessage *m, int attach)
+{
+	size_t n = frame_size(&m->base);
+	uint8_t *buf = malloc(n);
+	if (!buf)
+		die("out of memory");
+	frame_pack(&m->base, attach >= 0 ? 1 : 0, buf);
+	int r = frame_send(fd, buf, n, &attach, attach >= 0 ? 1 : 0);
+	free(buf);
+	if (r < 0)
+		die("P10: send to toolrund: %s", strerror(-r));
+}
+
+/* The next SessionReply (the connection's Hello is passed over). */
+static Toolrun__ServerMessage *session_receive(struct session_client *c)
+{
+	for (;;) {
+		int r = frame_reader_read(&c->rd, c->fd);
+		if (r == FRAME_READ_AGAIN) {
+			struct pollfd p = {.fd = c->fd, .events = POLLIN};
+			if (poll(&p, 1, START_WAIT_MS) == 0)
+				die("P10: toolrund did not answer within %d s", START_WAIT_MS / 1000);
+			continue;
+		}
+		if (r != FRAME_READ_READY)
+			die("P10: toolrund closed the connection: %s",
+			    r == FRAME_READ_EOF ? "end of stream" : strerror(-r));
+		Toolrun__ServerMessage *sm =
+			toolrun__server_message__unpack(NULL, c->rd.h.length, c->rd.payload);
+		frame_reader_next(&c->rd);
+		if (!sm)
+			die("P10: an undecodable message from toolrund");
+		if (sm->msg_case == TOOLRUN__SERVER_MESSAGE__MSG_ERROR)
+			die("P10: toolrund refused: %s", sm->error->message);
+		if (sm->msg_case == TOOLRUN__SERVER_MESSAGE__MSG_SESSION_REPLY) {
+			if (sm->session_reply->error)
+				die("P10: session call refused: %s", sm->session_reply->message);
+			return sm;
+		}
+		toolrun__server_message__free_unpacked(sm, NULL);
+	}
+}
+
+static Toolrun__ServerMessage *session_call(struct session_client *c, Toolrun__SessionCall *sc,
+					    int attach)
+{
+	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
+	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_SESSION_CALL;
+	m.session_call = sc;
+	session_send(c->fd, &m, attach);
+	return session_receive(c);
+}
+
+/* Connect, say Hello (version 2), start a session in the benchmark's
+ * directory with the direct runs' environment. */
+static void session_open(struct bench *b, struct session_client *c)
+{
+	static uint8_t payload[FRAME_MAX_SERVER_PAYLOAD];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+	*c = (struct session_client){
+		.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0),
+		.rd = {.max_payload = FRAME_MAX_SERVER_PAYLOAD, .payload = payload,
+		       .payload_cap = sizeof(payload)},
+	};
+	xsnprintf(sa.sun_path, sizeof(sa.sun_path), "%s", b->socket);
+	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die("P10: connect %s: %s", b->socket, strerror(errno));
+
+	Toolrun__Hello h = TOOLRUN__HELLO__INIT;
+	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
+	h.protocol_version = TOOLRUN__VERSION__VERSION_2;
+	h.software = "toolrun-bench";
+	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
+	m.hello = &h;
+	session_send(c->fd, &m, -1);
+
+	ProtobufCBinaryData env[MAX_ENV];
+	size_t n = 0;
+	for (int i = 0; i < b->direct.n; i++)
+		if (i != b->direct.sink_slot)
+			env[n++] = (ProtobufCBinaryData){strlen(b->direct.vars[i]),
+							 (uint8_t *)b->direct.vars[i]};
+	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
+	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_NEW;
+	sc.cwd = (ProtobufCBinaryData){strlen(b->tmp), (uint8_t *)b->tmp};
+	sc.envp = env;
+	sc.n_envp = n;
+	int dir = open(b->tmp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		die("open %s: %s", b->tmp, strerror(errno));
+	Toolrun__ServerMessage *sm = session_call(c, &sc, dir);
+	close(dir);
+	xsnprintf(c->id, sizeof(c->id), "%s", sm->session_reply->session);
+	toolrun__server_message__free_unpacked(sm, NULL);
+}
+
+static void session_close(struct session_client *c)
+{
+	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
+	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_CLOSE;
+	sc.session = c->id;
+	toolrun__server_message__free_unpacked(session_call(c, &sc, -1), NULL);
+	close(c->fd);
+}
+
+/* One command in the session, from the call's sending to its reply, in
+ * ms; it must end with 0, having printed WANT (NULL: nothing). */
+static double session_run(struct bench *b, struct session_client *c, const char *line,
+			  const char *want)
+{
+	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
+	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_RUN;
+	sc.session = c->id;
+	sc.command = (ProtobufCBinaryData){strlen(line), (uint8_t *)line};
+	sc.timeout_ms = 10000;
+	double t0 = now_ms();
+	Toolrun__ServerMessage *sm = session_call(c, &sc, -1);
+	double ms = now_ms() - t0;
+	const Toolrun__SessionReply *r = sm->session_reply;
+	size_t want_len = want ? strlen(want) : 0;
+	if (r->state != TOOLRUN__SESSION_STATE__SESSION_STATE_DONE || !r->exit ||
+	    r->exit->status_case != TOOLRUN__EXIT__STATUS_CODE || r->exit->code != 0 || r->more ||
+	    r->stdout.len != want_len || (want_len && memcmp(r->stdout.data, want, want_len)) ||
+	    r->stderr.len) {
+		fprintf(stderr, "toolrun-bench: P10: session command '%s': state %d, exit %d, "
+				"%zu bytes out, %zu bytes err (%.*s)\n",
+			line, (int)r->state, r->exit ? r->exit->code : -1, r->stdout.len,
+			r->stderr.len, (int)(r->stderr.len < 200 ? r->stderr.len : 200),
+			(const char *)r->stderr.data);
+		b->failures++;
+	}
+	toolrun__server_message__free_unpacked(sm, NULL);
+	return ms;
+}
+
+/* P10: one command in a session from a client already connected, against
+ * the same command as `bash -c` started directly and with the library
+ * preloaded (P1's two sides), three ways in rotation. */
+static void bench_session(struct bench *b)
+{
+	static const char *const names[3] = {"session", "direct", "preload"};
+	struct session_client c;
+	char cat_line[PATH_MAX + 16], kept[8192];
+	size_t total;
+	int rounds = b->sz.warmup_rounds + b->sz.session_rounds;
+
+	session_open(b, &c);
+	xsnprintf(cat_line, sizeof(cat_line), "cat %s", b->small);
+	for (int cmd = 0; cmd < 2; cmd++) {
+		const char *line = cmd ? cat_line : "true";
+		struct series by_way[3] = {{0}};
+		int before = daemon_jobs_with(b, " tool=cat ");
+		for (int r = 0; r < rounds; r++) {
+			for (int k = 0; k < 3; k++) {
+				int way = (r + k) % 3;
+				double ms;
+				if (way == 0) {
+					ms = session_run(b, &c, line, cmd ? b->small_text : NULL);
+				} else {
+					ms = bash_drained(b, line, way == 1 ? &b->direct : &b->toolrun,
+							  kept, sizeof(kept) - 1, &total);
+					if (cmd)
+						check_output(b, "P10", kept, total);
+				}
+				if (r >= b->sz.warmup_rounds)
+					series_add(&by_way[way], ms);
+			}
+		}
+		/* cat is listed: in the session and with the library, each
+		 * call is a tool job of the daemon's (a session's command is a
+		 * job too, a command= one). */
+		expect_jobs_with(b, " tool=cat ", before, cmd ? 2 * rounds : 0, "P10");
+
+		struct stats s[3];
+		json_object *data = json_object_new_object();
+		for (int w = 0; w < 3; w++) {
+			s[w] = stats_of(&by_way[w]);
+			json_object_object_add(data, names[w], stats_json(&s[w], "ms"));
+			free(by_way[w].ms);
+		}
+		double over = s[0].median - s[1].median, ratio = s[0].median / s[1].median;
+		json_object_object_add(data, "overhead_ms", json_object_new_double(over));
+		char result[64], detail[256];
+		xsnprintf(result, sizeof(result), "%+.2f ms (×%.2f)", over, ratio);
+		xsnprintf(detail, sizeof(detail),
+			  "median %.2f ms in the session / %.2f ms `bash -c` direct "
+			  "(p90 %.2f / %.2f); `bash -c` with the library: %.2f ms",
+			  s[0].median, s[1].median, s[0].p90, s[1].p90, s[2].median);
+		report_result(b, cmd ? "P10b" : "P10a",
+			      cmd ? "`cat small_file` in a session, connected client, - / × `bash -c` direct"
+				  : "`true` in a session, connected client, - / × `bash -c` direct",
+			      result, ratio, "≤ +1 ms", over <= 1.0, detail, data);
+	}
+	session_close(&c);
+}
+
 /* ---- set-up and output ------------------------------------------------- */
 
 static void remove_tree(const char *path)
@@ -1135,14 +1365,35 @@ static char *read_all(const char *path, size_t *len)
 	return text;
 }
 
+/* Is one of the scenarios IDS (a space-separated list: a function runs
+ * several) among --only's? */
+static bool wanted(const struct bench *b, const char *ids)
+{
+	if (!b->only)
+		return true;
+	char list[256], want[64];
+	xsnprintf(list, sizeof(list), ",%s,", b->only);
+	for (const char *p = ids; *p;) {
+		size_t n = strcspn(p, " ");
+		xsnprintf(want, sizeof(want), ",%.*s,", (int)n, p);
+		if (strstr(list, want))
+			return true;
+		p += n + (p[n] == ' ');
+	}
+	return false;
+}
+
 static void usage(void)
 {
 	fputs("usage: toolrun-bench --build DIR --shim-dir DIR --plot FILE --out DIR [--smoke]\n"
+	      "                     [--only P1,P10,...]\n"
 	      "  --build DIR     meson build directory (libtoolrun.so, toolrund, toolrun, shimd)\n"
 	      "  --shim-dir DIR  bench/shim in the source tree (make-shims.sh)\n"
 	      "  --plot FILE     the gnuplot script for the latency plot\n"
 	      "  --out DIR       where latest.json, latest.md, latency.dat/.png go\n"
-	      "  --smoke         a few runs of each scenario, to show each gives numbers\n",
+	      "  --smoke         a few runs of each scenario, to show each gives numbers\n"
+	      "  --only LIST     only these scenarios (P1 and P7 run together, so do P8\n"
+	      "                  and P9; the plot needs P1)\n",
 	      stderr);
 	exit(2);
 }
@@ -1155,6 +1406,7 @@ int main(int argc, char **argv)
 		{"plot", required_argument, NULL, 'p'},
 		{"out", required_argument, NULL, 'o'},
 		{"smoke", no_argument, NULL, 'S'},
+		{"only", required_argument, NULL, 'O'},
 		{NULL, 0, NULL, 0},
 	};
 	struct bench b = {.sz = full_sizes};
@@ -1168,6 +1420,7 @@ int main(int argc, char **argv)
 		case 'p': plot = optarg; break;
 		case 'o': b.out_dir = optarg; break;
 		case 'S': b.smoke = true; b.sz = smoke_sizes; break;
+		case 'O': b.only = optarg; break;
 		default: usage();
 		}
 	}
@@ -1193,6 +1446,11 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < ARRAY_LEN(need); i++)
 		if (access(need[i], R_OK) != 0)
 			die("%s: %s (build first: meson compile -C BUILD)", need[i], strerror(errno));
+	/* The daemon's `preload` must be absolute. */
+	char lib_path[PATH_MAX];
+	if (!realpath(b.lib, lib_path))
+		die("%s: %s", b.lib, strerror(errno));
+	xsnprintf(b.lib, sizeof(b.lib), "%s", lib_path);
 
 	xsnprintf(b.tmp, sizeof(b.tmp), "/tmp/toolrun-bench.XXXXXX");
 	if (!mkdtemp(b.tmp))
@@ -1241,8 +1499,14 @@ int main(int argc, char **argv)
 	char date[32];
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime(&t));
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	const char *command = b.smoke ? "meson test -C build --suite bench (smoke)"
-				      : "meson test -C build --benchmark --verbose";
+	char command[320];
+	if (b.only)
+		xsnprintf(command, sizeof(command), "toolrun-bench%s --only %.256s",
+			  b.smoke ? " --smoke" : "", b.only);
+	else
+		xsnprintf(command, sizeof(command), "%s",
+			  b.smoke ? "meson test -C build --suite bench (smoke)"
+				  : "meson test -C build --benchmark --verbose");
 
 	b.results = json_object_new_object();
 	json_object_object_add(b.results, "date", json_object_new_string(date));
@@ -1260,13 +1524,22 @@ int main(int argc, char **argv)
 	fputs("| | figure | result | target | | measured |\n|---|---|---|---|---|---|\n", b.md);
 
 	struct series by_way[3] = {{0}};
-	bench_latency(&b, by_way);
-	bench_unlisted(&b);
-	bench_throughput(&b);
-	bench_bulk(&b);
-	bench_command_bulk(&b);
-	bench_memory(&b, &idle);
-	bench_tail(&b);
+	if (wanted(&b, "P1 P7"))
+		bench_latency(&b, by_way);
+	if (wanted(&b, "P2"))
+		bench_unlisted(&b);
+	if (wanted(&b, "P3"))
+		bench_throughput(&b);
+	if (wanted(&b, "P4"))
+		bench_bulk(&b);
+	if (wanted(&b, "P8 P9"))
+		bench_command_bulk(&b);
+	if (wanted(&b, "P5"))
+		bench_memory(&b, &idle);
+	if (wanted(&b, "P6"))
+		bench_tail(&b);
+	if (wanted(&b, "P10 P10a P10b"))
+		bench_session(&b);
 
 	/* Idle again, after all that: what the daemon kept. */
 	sleep_ms(200);
@@ -1278,7 +1551,8 @@ int main(int argc, char **argv)
 
 	stop(b.shimd);
 	stop(b.daemon);
-	write_plot(&b, plot);
+	if (wanted(&b, "P1 P7"))
+		write_plot(&b, plot);
 	if (fclose(b.md) != 0)
 		die("write %s: %s", md_path, strerror(errno));
 
