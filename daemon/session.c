@@ -108,7 +108,8 @@ static void client_finished(struct job_client *c, const struct exit_report *r)
 	s->done_unread = true;
 	s->waiting_input = false;
 	timer_cancel(s->S->J->loop, &s->check_timer);
-	if (s->waiter)
+	/* An ended session tells its waiter once it is done ending. */
+	if (s->waiter && s->phase != SESSION_ENDED)
 		session_answer(s);
 }
 
@@ -125,11 +126,11 @@ const struct job_client_ops session_client_ops = {
 
 static Toolrun__SessionState current_state(const struct session *s)
 {
+	if (s->phase == SESSION_ENDED)
+		return TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED;
 	if (current_job(s))
 		return s->waiting_input ? TOOLRUN__SESSION_STATE__SESSION_STATE_WAITING_INPUT
 					: TOOLRUN__SESSION_STATE__SESSION_STATE_RUNNING;
-	if (s->phase == SESSION_ENDED)
-		return TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED;
 	if (s->done_unread)
 		return TOOLRUN__SESSION_STATE__SESSION_STATE_DONE;
 	return TOOLRUN__SESSION_STATE__SESSION_STATE_IDLE;
@@ -200,6 +201,12 @@ static void answer_to(struct session *s, struct session_peer *p)
 		s->done_unread = false;
 }
 
+/* An ended session whose end, and its last command's, were told. */
+static bool told_the_end(const struct session *s)
+{
+	return s->phase == SESSION_ENDED && !s->done_unread && !current_job(s);
+}
+
 static void session_answer(struct session *s)
 {
 	struct session_peer *p = s->waiter;
@@ -211,7 +218,7 @@ static void session_answer(struct session *s)
 	timer_cancel(s->S->J->loop, &s->wait_timer);
 	timer_cancel(s->S->J->loop, &s->check_timer);
 	answer_to(s, p);
-	if (s->phase == SESSION_ENDED && !s->done_unread)
+	if (told_the_end(s))
 		session_forget(s);
 }
 
@@ -229,7 +236,7 @@ static void session_wait(struct session *s, struct session_peer *p, uint32_t tim
 
 	if (news) {
 		answer_to(s, p);
-		if (s->phase == SESSION_ENDED && !s->done_unread)
+		if (told_the_end(s))
 			session_forget(s);
 		return;
 	}
@@ -308,20 +315,21 @@ static void status_record(struct session *s, const char *rec)
 		job_attached_ended(j, W_EXITCODE((int)status, 0));
 }
 
-static void on_status(struct event_loop *loop, uint32_t events, void *data)
+/* Read the status pipe: false once it has nothing more to give. */
+static bool read_status(struct session *s)
 {
-	struct session *s = data;
-	(void)loop;
-	(void)events;
-
+	if (s->status_fd < 0)
+		return false;
 	ssize_t n = read(s->status_fd, s->status_buf + s->status_len,
 			 sizeof(s->status_buf) - s->status_len);
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
+	if (n < 0 && errno == EINTR)
+		return true;
+	if (n < 0 && errno == EAGAIN)
+		return false;
 	if (n <= 0) {
 		/* Its bash is gone (Exited follows) or closed fd 4. */
 		event_del(s->S->J->loop, &s->status_ev);
-		return;
+		return false;
 	}
 	s->status_len += (size_t)n;
 	char *nul;
@@ -333,6 +341,14 @@ static void on_status(struct event_loop *loop, uint32_t events, void *data)
 	}
 	if (s->status_len == sizeof(s->status_buf))
 		s->status_len = 0; /* a record longer than any PWD: drop it */
+	return true;
+}
+
+static void on_status(struct event_loop *loop, uint32_t events, void *data)
+{
+	(void)loop;
+	(void)events;
+	read_status(data);
 }
 
 int session_watch_status(struct session *s)
@@ -544,11 +560,9 @@ bool sessions_on_exited(struct sessions *S, uint64_t id, int wait_status)
 
 	if (!s)
 		return false;
-	struct job *j = current_job(s);
-	/* A command that ended the shell (exit 3, a signal) ends with it:
-	 * no status record came for it. */
-	if (j)
-		job_attached_ended(j, wait_status);
+	/* A status written before its bash ended counts first. */
+	while (read_status(s))
+		;
 	if (s->end_reason[0])
 		snprintf(why, sizeof(why), "%s", s->end_reason);
 	else if (WIFSIGNALED(wait_status))
@@ -557,6 +571,13 @@ bool sessions_on_exited(struct sessions *S, uint64_t id, int wait_status)
 	else
 		snprintf(why, sizeof(why), "its bash (pid %d) exited with status %d",
 			 (int)s->pid, WEXITSTATUS(wait_status));
+	snprintf(s->end_reason, sizeof(s->end_reason), "%s", why);
+	s->phase = SESSION_ENDED;
+	/* A command that ended the shell (exit 3, a signal) ends with it:
+	 * no status record came for it. */
+	struct job *j = current_job(s);
+	if (j)
+		job_attached_ended(j, wait_status);
 	session_end(s, why);
 	return true;
 }

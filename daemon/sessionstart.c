@@ -14,11 +14,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "launch.h"
@@ -590,6 +592,13 @@ void session_forget(struct session *s)
 	timer_cancel(loop, &s->wait_timer);
 	timer_cancel(loop, &s->check_timer);
 	timer_cancel(loop, &s->idle_timer);
+	/* A command still running, or finishing (its spill file being
+	 * opened), must not hand its end to a session that is gone. No call
+	 * waits any more, so its end is only recorded. */
+	if (s->client.job)
+		job_attached_ended(s->client.job, W_EXITCODE(0, SIGKILL));
+	if (s->client.job)
+		job_client_gone(s->client.job);
 	session_close_fds(s);
 	if (s->prev)
 		s->prev->next = s->next;
