@@ -14,10 +14,18 @@
 # call went through toolrund (one tool job line each) and no other call
 # ran a tool there. Every A call is an agent command, run by toolrund whole.
 #
+# Then, with --sessions N (default 200; 0: not), a session command from
+# inside the box: one `docker exec -u 1000 BOX bash -c` that makes a
+# session and times N `toolrun session run ID -- true` in a loop (a toolrun
+# process and a connection per call, no docker exec), against A's
+# `bash -lc true` per call.
+#
 # Also prints the image's size, and with --build the time to build the
 # image from the local base image without the layer cache.
 #
 #   --rounds N   rounds (TOOLRUN_BENCH_ROUNDS; default 50)
+#   --sessions N session commands timed in the box (default 200, at most
+#                10000; 0: none)
 #   --box NAME   use this running box (default: start one with
 #                container/run.sh, removed at the end unless --keep)
 #   --build      first time `container/build.sh --no-cache`
@@ -31,6 +39,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$here")
 image=${TOOLRUN_IMAGE:-toolrun:latest}
 rounds=${TOOLRUN_BENCH_ROUNDS:-50}
+sessions=200
 max_s=${TOOLRUN_BENCH_MAX_S:-300}
 box=
 build=false
@@ -43,15 +52,18 @@ die() { say "$*"; exit 1; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) [ $# -ge 2 ] || die "--rounds needs a value"; rounds=$2; shift 2 ;;
+	--sessions) [ $# -ge 2 ] || die "--sessions needs a value"; sessions=$2; shift 2 ;;
 	--box) [ $# -ge 2 ] || die "--box needs a value"; box=$2; shift 2 ;;
 	--build) build=true; shift ;;
 	--keep) keep=true; shift ;;
-	-h|--help) sed -n '2,26s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+	-h|--help) sed -n '2,35s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
 	*) die "unknown argument '$1' (see --help)" ;;
 	esac
 done
 [[ $rounds =~ ^[1-9][0-9]*$ ]] && [ "$rounds" -le 1000 ] ||
 	die "--rounds must be 1 to 1000, not '$rounds'"
+[[ $sessions =~ ^(0|[1-9][0-9]*)$ ]] && [ "$sessions" -le 10000 ] ||
+	die "--sessions must be 0 to 10000, not '$sessions'"
 
 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
 	die "no Docker engine answers"
@@ -157,6 +169,26 @@ jobs_after=$(jobs)
 [ $((jobs_after - jobs_before)) -eq $((done_rounds + 1)) ] ||
 	die "expected $done_rounds cat jobs (and the marker's) in the daemon's log, found $((jobs_after - jobs_before))"
 
+# Session commands from inside the box: the loop's wall time, in ns.
+session_ms=
+if [ "$sessions" -gt 0 ]; then
+	say "$sessions session commands (toolrun session run ID -- true) in one docker exec"
+	session_ns=$(docker exec -u 1000 "$box" bash -c '
+		id=$(toolrun session new) || exit 1
+		toolrun session run "$id" -- true || exit 1
+		start=$(date +%s%N)
+		for ((i = 0; i < $1; i++)); do
+			out=$(toolrun session run "$id" -- true) || exit 1
+			[ -z "$out" ] || exit 1
+		done
+		end=$(date +%s%N)
+		# Its answer says closed (the exit status is not the point here).
+		closed=$(toolrun session close "$id" --json 2>/dev/null)
+		[[ $closed == *"\"state\":\"closed\""* ]] || exit 1
+		echo $((end - start))' - "$sessions") || die "the session loop failed"
+	session_ms=$(awk -v ns="$session_ns" -v n="$sessions" 'BEGIN { printf "%.2f", ns / n / 1e6 }')
+fi
+
 size=$(docker image inspect --format '{{.Size}}' "$image")
 echo "container exec benchmark: docker exec BOX bash -lc CMD, toolrun on (A) / off (B: -e TOOLRUN=off -e LD_PRELOAD=)"
 echo "  engine $(docker version --format '{{.Server.Version}}'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), box limits: $(docker inspect --format '{{.HostConfig.NanoCpus}}' "$box" | awk '{ printf "%g", $1 / 1e9 }') CPU(s), memory $(docker inspect --format '{{.HostConfig.Memory}}' "$box" | awk '{ printf "%d MiB", $1 / 1048576 }'), $done_rounds rounds"
@@ -172,6 +204,12 @@ for cmd in cat true; do
 	awk -v a="$on_med" -v b="$off_med" -v l="$label" 'BEGIN {
 		printf "  median ratio A/B, bash -lc %s: %.3f (A - B: %+.1f ms per call)\n", l, a / b, a - b }'
 done
+if [ -n "$session_ms" ]; then
+	read -r true_med _ < <(stats "$tmp/times/true-on")
+	awk -v s="$session_ms" -v a="$true_med" -v n="$sessions" 'BEGIN {
+		printf "  session command in the box, toolrun session run ID -- true (a toolrun process per call, no docker exec): %.2f ms per call, mean of %d\n", s, n
+		printf "  against A docker exec bash -lc true: %.2f ms median; ratio %.3f (%+.1f ms per call)\n", a, s / a, s - a }'
+fi
 printf '  image %s: %d bytes (%.1f MB)\n' "$image" "$size" "$(awk -v s="$size" 'BEGIN { print s / 1e6 }')"
 if [ -n "$build_s" ]; then
 	printf '  image build from the local base, no cache: %s s\n' "$build_s"
