@@ -16,7 +16,8 @@
  *
  * Exit status: the command's when it finished (128+N for signal N), 124
  * while it still runs or waits for input, 125 when toolrund refused the
- * call or cannot be reached, 2 for a usage error, 0 otherwise.
+ * call or cannot be reached, 2 for a usage error, 0 otherwise (close: 0
+ * once the session has ended).
  */
 #include "session.h"
 
@@ -398,7 +399,8 @@ static void say_state(const Toolrun__SessionReply *r, const struct session_args 
 				"'toolrun session write %s TEXT' sends a line\n", id, id);
 		break;
 	case TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED:
-		fprintf(stderr, "toolrun: session %s: closed: %s\n", id, r->message);
+		if (strcmp(a->verb, "close") != 0)
+			fprintf(stderr, "toolrun: session %s: closed: %s\n", id, r->message);
 		break;
 	case TOOLRUN__SESSION_STATE__SESSION_STATE_IDLE:
 		if (strcmp(a->verb, "close") != 0)
@@ -426,6 +428,9 @@ static int show_reply(const Toolrun__SessionReply *r, const struct session_args 
 		write_all(STDERR_FILENO, r->stderr.data, r->stderr.len);
 		say_state(r, a);
 	}
+	/* close did what it was asked, whatever the command it ended. */
+	if (strcmp(a->verb, "close") == 0)
+		return r->state == TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED ? 0 : EXIT_REFUSED;
 	return command_status(r);
 }
 
