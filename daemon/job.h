@@ -209,6 +209,10 @@ struct job *job_attach(struct jobs *J, const struct job_attach *a, char *why, si
 /* The session says the command ended with wait_status: read what is
  * left in the fds, then finish (the client gets finished). */
 void job_attached_ended(struct job *j, int wait_status);
+/* A reply is about to be made while the command runs: read what the
+ * fds hold, and hand on what the shaper holds back for its binary check
+ * (a prompt without '\n'; shaper_settle). */
+void output_settle(struct job *j);
 
 /* ------------------------------------------------------------------ */
 /* Between job.c, jobstart.c and output.c                              */

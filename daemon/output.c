@@ -194,38 +194,35 @@ static bool client_too_slow(const struct job *j)
 	       (queued > OUTQ_LOW && *j->J->queued_total > MAX_QUEUED_BYTES);
 }
 
-static void stream_readable(struct event_loop *loop, uint32_t events, void *data)
+/* Read what the pipe holds, shape it, hand it on. Returns false at the
+ * stream's end (or a read error), which the caller handles. */
+static bool stream_pull(struct job_stream *s)
 {
-	struct job_stream *s = data;
 	struct job *j = s->job;
 	struct jobs *J = j->J;
-	(void)loop;
-	(void)events;
 
 	/* A bounded number of reads per wakeup keeps one busy program from
 	 * starving the other clients. */
-	for (int round = 0; round < 16 && s->fd >= 0; round++) {
+	for (int round = 0; round < 16 && s->fd >= 0 && !s->paused && !s->waiting_spill;
+	     round++) {
 		ssize_t n = read(s->fd, J->read_buf, sizeof(J->read_buf));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN)
-				return;
+				return true;
 			log_warn("job %llu: read: %s", (unsigned long long)j->id,
 				 errno_text(errno));
-			n = 0;
+			return false;
 		}
-		if (n == 0) {
-			stream_eof(s);
-			job_maybe_finish(j);
-			return;
-		}
+		if (n == 0)
+			return false;
 		shaper_feed(&s->shaper, J->read_buf, (size_t)n, emit_append, spill_bytes, s);
 		queue_emitted(s);
 		if (s->spill.requested) {
 			event_modify(J->loop, &s->ev, 0);
 			s->waiting_spill = true;
-			return;
+			return true;
 		}
 		if (j->client && !j->client->ops->flush(j->client))
 			continue; /* the client left: keep draining */
@@ -234,8 +231,33 @@ static void stream_readable(struct event_loop *loop, uint32_t events, void *data
 		if (client_too_slow(j) && !shaper_draining(&s->shaper)) {
 			event_modify(J->loop, &s->ev, 0);
 			s->paused = true;
-			return;
 		}
+	}
+	return true;
+}
+
+static void stream_readable(struct event_loop *loop, uint32_t events, void *data)
+{
+	struct job_stream *s = data;
+	(void)loop;
+	(void)events;
+
+	if (!stream_pull(s)) {
+		stream_eof(s);
+		job_maybe_finish(s->job);
+	}
+}
+
+void output_settle(struct job *j)
+{
+	for (int i = 0; i < 2; i++) {
+		struct job_stream *s = &j->out[i];
+		if (s->fd < 0 || !s->shaped)
+			continue;
+		/* The end, if it came, is the loop's to handle. */
+		(void)stream_pull(s);
+		shaper_settle(&s->shaper, emit_append, spill_bytes, s);
+		queue_emitted(s);
 	}
 }
 

@@ -183,6 +183,8 @@ static void answer_to(struct session *s, struct session_peer *p)
 	Toolrun__StreamStats out, err;
 	size_t taken[2];
 
+	if (current_job(s))
+		output_settle(current_job(s));
 	r.session = s->id;
 	r.state = current_state(s);
 	r.stdout = take(&s->pending[0], &taken[0]);

@@ -222,8 +222,11 @@ static void head_close(struct shaper *s, shape_emit_fn emit, void *ctx)
 	/* Whole lines: a last line the budget cuts goes on to the rest,
 	 * unless it is the only one (then it is cut inside). */
 	const uint8_t *nl = s->head_len ? memrchr(s->head, '\n', s->head_len) : NULL;
-	if (nl && s->head[s->head_len - 1] != '\n')
-		keep = (size_t)(nl - s->head) + 1 - s->head_emitted;
+	if (nl && s->head[s->head_len - 1] != '\n') {
+		/* shaper_settle may have let part of that line out already. */
+		size_t whole = (size_t)(nl - s->head) + 1;
+		keep = whole > s->head_emitted ? whole - s->head_emitted : 0;
+	}
 
 	if (keep)
 		emit(ctx, s->head + s->head_emitted, keep);
@@ -441,6 +444,20 @@ void shaper_eof(struct shaper *s, shape_emit_fn emit, shape_emit_fn spill, void 
 	if (!s->sniffed)
 		sniff_decide(s, emit, spill, ctx);
 	s->ended = true;
+}
+
+void shaper_settle(struct shaper *s, shape_emit_fn emit, shape_emit_fn spill, void *ctx)
+{
+	if (!s->sniffed && !s->ended)
+		sniff_decide(s, emit, spill, ctx);
+	if (s->binary || s->head_closed)
+		return;
+	size_t held = s->head_len - s->head_emitted;
+	size_t keep = utf8_keep(s->head + s->head_emitted, held);
+	if (keep) {
+		emit(ctx, s->head + s->head_emitted, keep);
+		s->head_emitted += keep;
+	}
 }
 
 bool shaper_draining(const struct shaper *s)

@@ -176,6 +176,13 @@ void shaper_feed(struct shaper *s, const uint8_t *p, size_t n,
  * it, without spill, when the caller did not. */
 void shaper_eof(struct shaper *s, shape_emit_fn emit, shape_emit_fn spill, void *ctx);
 
+/* A program waits for input: let out what the head holds back, so that
+ * its prompt (a line without '\n') shows. Decide now whether the stream
+ * is binary, on the bytes seen so far, as shaper_eof does for a short
+ * stream (later bytes are shaped by that decision), and emit the head's
+ * last line so far, whole or not, but for a UTF-8 sequence it may cut:
+ * if the stream is cut later, its head ends inside that line. */
+void shaper_settle(struct shaper *s, shape_emit_fn emit, shape_emit_fn spill, void *ctx);
 /* Nothing more will be emitted before finish: read as fast as possible,
  * never pause the program for a slow client. */
 bool shaper_draining(const struct shaper *s);

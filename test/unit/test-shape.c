@@ -522,6 +522,40 @@ static void test_hold_max(void **state)
 	free(in);
 }
 
+
+/* A prompt without '\n' held back (the sniff, the head's last line) goes
+ * out on shaper_settle; a cut later still ends the head there, with the
+ * marker on a line of its own. */
+static void test_settle_lets_a_prompt_out(void **state)
+{
+	struct shape_opts o = opts(40, 0, SHAPE_HEAD_TAIL);
+	struct shaper sh;
+	struct result r = {0};
+	(void)state;
+
+	o.binary_summary = true;
+	assert_int_equal(shaper_init(&sh, &o), 0);
+	shaper_feed(&sh, (const uint8_t *)"ok\nname? ", 9, on_emit, on_spill, &r);
+	assert_string_equal((const char *)r.out.data, "ok\n");
+	shaper_settle(&sh, on_emit, on_spill, &r);
+	assert_string_equal((const char *)r.out.data, "ok\nname? ");
+	shaper_settle(&sh, on_emit, on_spill, &r); /* nothing more to let out */
+	assert_int_equal(r.out.len, 9);
+
+	/* Far past the budget: the head is what went out, then the marker. */
+	for (int i = 0; i < 20; i++)
+		shaper_feed(&sh, (const uint8_t *)"0123456789\n", 11, on_emit, on_spill, &r);
+	shaper_finish(&sh, &not_kept, on_emit, &r);
+	const char *out = (const char *)r.out.data;
+	assert_memory_equal(out, "ok\nname? ", 9);
+	const char *marker = strstr(out, "...[toolrun cut ");
+	assert_non_null(marker);
+	assert_true(marker > out && marker[-1] == '\n');
+	assert_true(sh.dropped_bytes > 0);
+	shaper_free(&sh);
+	result_free(&r);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -547,6 +581,7 @@ int main(void)
 		cmocka_unit_test(test_draining),
 		cmocka_unit_test(test_chunking_and_spill),
 		cmocka_unit_test(test_hold_max),
+		cmocka_unit_test(test_settle_lets_a_prompt_out),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
