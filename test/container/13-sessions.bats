@@ -28,7 +28,7 @@ new_session() {
 # End a session at the end of a test: its answer says closed.
 close_session() {
 	local out
-	out=$(sess 1000 close "$1" --json) || true
+	out=$(sess 1000 close "$1" --json)
 	[[ $out == *'"state":"closed"'* ]]
 }
 
