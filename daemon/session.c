@@ -67,6 +67,8 @@ static void client_output(struct job_client *c, Toolrun__Stream stream, const ui
 	struct session *s = session_of_client(c);
 	struct session_pending *q = &s->pending[stream == TOOLRUN__STREAM__STREAM_STDERR];
 
+	if (n == 0)
+		return;
 	if (q->len + n > q->cap) {
 		size_t cap = MAX(q->cap * 2, q->len + n);
 		uint8_t *b = realloc(q->p, cap);
@@ -147,6 +149,8 @@ static void drop_taken(struct session *s, const size_t taken[2])
 {
 	for (int i = 0; i < 2; i++) {
 		struct session_pending *q = &s->pending[i];
+		if (taken[i] == 0)
+			continue;
 		memmove(q->p, q->p + taken[i], q->len - taken[i]);
 		q->len -= taken[i];
 	}
