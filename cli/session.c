@@ -29,16 +29,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/select.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "connect.h"
-#include "frame.h"
 #include "jsontext.h"
 #include "toolrun.pb-c.h"
 #include "util.h"
+#include "wire.h"
 
 extern char **environ;
 
@@ -152,56 +151,17 @@ static int parse_args(int argc, char **argv, struct session_args *a)
 /* ------------------------------------------------------------------ */
 /* One call                                                            */
 
-static int send_message(int fd, Toolrun__ClientMessage *m, int attach)
+/* The next SessionReply, within wait_s seconds; NULL after a line on
+ * stderr. */
+static Toolrun__ServerMessage *next_reply(int fd, struct frame_reader *rd, int wait_s)
 {
-	size_t n = frame_size(&m->base);
-	uint8_t *buf = malloc(n);
-	if (!buf)
-		return -ENOMEM;
-	frame_pack(&m->base, attach >= 0 ? 1 : 0, buf);
-	int r = frame_send(fd, buf, n, &attach, attach >= 0 ? 1 : 0);
-	free(buf);
-	return r;
-}
-
-/* The next message from toolrund, within wait_s seconds; NULL after a
- * line on stderr. */
-static Toolrun__ServerMessage *next_message(int fd, struct frame_reader *rd, int wait_s)
-{
-	for (;;) {
-		int r = frame_reader_read(rd, fd);
-		if (r == FRAME_READ_AGAIN) {
-			fd_set set;
-			FD_ZERO(&set);
-			FD_SET(fd, &set);
-			struct timeval tv = {.tv_sec = wait_s};
-			if (select(fd + 1, &set, NULL, NULL, &tv) <= 0) {
-				fprintf(stderr, "toolrun: toolrund did not answer within %d s\n", wait_s);
-				return NULL;
-			}
-			continue;
-		}
-		if (r != FRAME_READ_READY) {
-			fprintf(stderr, "toolrun: toolrund closed the connection: %s\n",
-				r == FRAME_READ_EOF ? "end of stream" : errno_text(r));
-			return NULL;
-		}
-		Toolrun__ServerMessage *sm =
-			toolrun__server_message__unpack(NULL, rd->h.length, rd->payload);
-		frame_reader_next(rd);
-		if (!sm) {
-			fprintf(stderr, "toolrun: undecodable answer from toolrund\n");
-			return NULL;
-		}
-		if (sm->msg_case == TOOLRUN__SERVER_MESSAGE__MSG_ERROR) {
-			fprintf(stderr, "toolrun: toolrund refused: %s\n", sm->error->message);
-			toolrun__server_message__free_unpacked(sm, NULL);
-			return NULL;
-		}
-		if (sm->msg_case == TOOLRUN__SERVER_MESSAGE__MSG_SESSION_REPLY)
-			return sm;
+	Toolrun__ServerMessage *sm = wire_receive(fd, rd, wait_s);
+	if (sm && sm->msg_case != TOOLRUN__SERVER_MESSAGE__MSG_SESSION_REPLY) {
+		fprintf(stderr, "toolrun: unexpected answer from toolrund\n");
 		toolrun__server_message__free_unpacked(sm, NULL);
+		return NULL;
 	}
+	return sm;
 }
 
 /* A connection that has said Hello (version 2); -1 after a line on
@@ -221,7 +181,7 @@ static int open_connection(const struct config *cfg)
 	h.software = (char *)"toolrun " TOOLRUN_VERSION;
 	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
 	m.hello = &h;
-	int r = send_message(fd, &m, -1);
+	int r = wire_send(fd, &m, -1);
 	if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
 		fprintf(stderr, "toolrun: cannot send to toolrund: %s\n", errno_text(r));
 		close(fd);
@@ -238,13 +198,13 @@ static Toolrun__ServerMessage *call(int fd, struct frame_reader *rd, Toolrun__Se
 	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
 	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_SESSION_CALL;
 	m.session_call = sc;
-	int r = send_message(fd, &m, attach);
+	int r = wire_send(fd, &m, attach);
 	/* A daemon that refuses says why, then closes: read it. */
 	if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
 		fprintf(stderr, "toolrun: cannot send to toolrund: %s\n", errno_text(r));
 		return NULL;
 	}
-	return next_message(fd, rd, (int)(sc->timeout_ms / 1000) + ANSWER_GRACE_S);
+	return next_reply(fd, rd, (int)(sc->timeout_ms / 1000) + ANSWER_GRACE_S);
 }
 
 /* Append b to *acc (for a reply in several parts). */

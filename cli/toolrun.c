@@ -15,7 +15,6 @@
  * is read from $TOOLRUN_CONFIG or the default path.
  */
 #include <string.h>
-#include <sys/select.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +30,7 @@
 #include "sink.h"
 #include "toolrun.pb-c.h"
 #include "util.h"
+#include "wire.h"
 
 extern char **environ;
 
@@ -68,53 +68,6 @@ static struct config *load_config(void)
 	return cfg;
 }
 
-static int send_msg(int fd, Toolrun__ClientMessage *m)
-{
-	uint8_t buf[256];
-	size_t n = frame_pack(&m->base, 0, buf);
-	return frame_send(fd, buf, n, NULL, 0);
-}
-
-/* Receive one message from toolrund, waiting at most wait_s seconds.
- * NULL after saying why on stderr. */
-static Toolrun__ServerMessage *receive(int fd, struct frame_reader *rd, int wait_s)
-{
-	for (;;) {
-		int r = frame_reader_read(rd, fd);
-		if (r == FRAME_READ_AGAIN) {
-			fd_set set;
-			FD_ZERO(&set);
-			FD_SET(fd, &set);
-			struct timeval tv = {.tv_sec = wait_s};
-			if (select(fd + 1, &set, NULL, NULL, &tv) <= 0) {
-				fprintf(stderr, "toolrun: toolrund did not answer within %d s\n", wait_s);
-				return NULL;
-			}
-			continue;
-		}
-		if (r != FRAME_READ_READY) {
-			fprintf(stderr, "toolrun: toolrund closed the connection: %s\n",
-				r == FRAME_READ_EOF ? "end of stream" : errno_text(r));
-			return NULL;
-		}
-		Toolrun__ServerMessage *sm =
-			toolrun__server_message__unpack(NULL, rd->h.length, rd->payload);
-		frame_reader_next(rd);
-		if (!sm) {
-			fprintf(stderr, "toolrun: undecodable answer from toolrund\n");
-			return NULL;
-		}
-		if (sm->msg_case == TOOLRUN__SERVER_MESSAGE__MSG_ERROR) {
-			fprintf(stderr, "toolrun: toolrund refused: %s\n", sm->error->message);
-			toolrun__server_message__free_unpacked(sm, NULL);
-			return NULL;
-		}
-		if (sm->msg_case != TOOLRUN__SERVER_MESSAGE__MSG_HELLO)
-			return sm;
-		toolrun__server_message__free_unpacked(sm, NULL);
-	}
-}
-
 /*
  * One exchange: Hello and msg, then the answer of the kind expected.
  * wait_s bounds both the wait for a restarting daemon and for the answer.
@@ -136,9 +89,9 @@ static Toolrun__ServerMessage *ask(const struct config *cfg, Toolrun__ClientMess
 	h.software = (char *)"toolrun " TOOLRUN_VERSION;
 	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
 	m.hello = &h;
-	int r = send_msg(fd, &m);
+	int r = wire_send(fd, &m, -1);
 	if (r == 0)
-		r = send_msg(fd, msg);
+		r = wire_send(fd, msg, -1);
 	/* A daemon that refuses a peer says why, then closes: the reason
 	 * may be waiting, unread. */
 	if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
@@ -151,7 +104,7 @@ static Toolrun__ServerMessage *ask(const struct config *cfg, Toolrun__ClientMess
 		.payload = payload,
 		.payload_cap = sizeof(payload),
 	};
-	Toolrun__ServerMessage *sm = receive(fd, &rd, wait_s ? (int)wait_s : 5);
+	Toolrun__ServerMessage *sm = wire_receive(fd, &rd, wait_s ? (int)wait_s : 5);
 	close(fd);
 	if (sm && sm->msg_case != expect) {
 		fprintf(stderr, "toolrun: unexpected answer from toolrund\n");

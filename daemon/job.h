@@ -203,6 +203,10 @@ struct job_attach {
 	pid_t pid;                /* the session's bash */
 };
 
+/* "KEY=dev:ino" of fd's file ("KEY=" without one): how the library
+ * knows a stream that reaches the agent (TOOLRUN_AGENT_STDOUT, ...). */
+void job_stream_var(int fd, const char *key, char *buf, size_t len);
+
 /* Start reading the session's fds for a command, shaped as an agent
  * command's output. NULL, with a line in why, when it cannot. */
 struct job *job_attach(struct jobs *J, const struct job_attach *a, char *why, size_t len);

@@ -247,7 +247,7 @@ struct command_env {
 	ProtobufCBinaryData vars[3];
 };
 
-static void identity_of(int fd, const char *key, char *buf, size_t len)
+void job_stream_var(int fd, const char *key, char *buf, size_t len)
 {
 	struct stat st;
 
@@ -261,8 +261,8 @@ static void identity_of(int fd, const char *key, char *buf, size_t len)
 static size_t command_env_fill(struct command_env *ce, const struct job *j,
 			       const struct spawn_fds *sf)
 {
-	identity_of(sf->write_end[0], "TOOLRUN_AGENT_STDOUT", ce->out, sizeof(ce->out));
-	identity_of(j->joined ? sf->write_end[0] : sf->write_end[1], "TOOLRUN_AGENT_STDERR",
+	job_stream_var(sf->write_end[0], "TOOLRUN_AGENT_STDOUT", ce->out, sizeof(ce->out));
+	job_stream_var(j->joined ? sf->write_end[0] : sf->write_end[1], "TOOLRUN_AGENT_STDERR",
 		    ce->err, sizeof(ce->err));
 	snprintf(ce->id, sizeof(ce->id), "TOOLRUN_COMMAND=%llu", (unsigned long long)j->id);
 	const char *v[3] = {ce->out, ce->err, ce->id};

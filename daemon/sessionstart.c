@@ -198,19 +198,6 @@ static int keep_env(struct session *s, const Toolrun__SessionCall *c)
 	return 0;
 }
 
-/* "NAME=dev:ino" of an fd's file: how the library knows the agent's
- * streams (as for an agent command, jobstart.c). */
-static void identity(char *buf, size_t len, const char *name, int fd)
-{
-	struct stat st;
-
-	if (fd >= 0 && fstat(fd, &st) == 0)
-		snprintf(buf, len, "%s=%llu:%llu", name, (unsigned long long)st.st_dev,
-			 (unsigned long long)st.st_ino);
-	else
-		snprintf(buf, len, "%s=", name);
-}
-
 struct session_env {
 	ProtobufCBinaryData *v;
 	size_t n;
@@ -248,8 +235,8 @@ static int build_env(struct session_env *se, const struct session *s, int out_w,
 		se->v[se->n++] = s->env[i];
 	}
 	preload_entry(se, s, lib);
-	identity(se->out, sizeof(se->out), "TOOLRUN_AGENT_STDOUT", out_w);
-	identity(se->err, sizeof(se->err), "TOOLRUN_AGENT_STDERR", err_w);
+	job_stream_var(out_w, "TOOLRUN_AGENT_STDOUT", se->out, sizeof(se->out));
+	job_stream_var(err_w, "TOOLRUN_AGENT_STDERR", se->err, sizeof(se->err));
 	snprintf(se->cmd, sizeof(se->cmd), "TOOLRUN_COMMAND=%llu", (unsigned long long)s->job_id);
 	snprintf(se->id, sizeof(se->id), "TOOLRUN_SESSION=%s", s->id);
 	const char *extra[] = {se->preload, se->out, se->err, se->cmd, se->id,

@@ -1,0 +1,67 @@
+/*
+ * The CLI's messages to and from toolrund (wire.h).
+ */
+#include "wire.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/select.h>
+
+#include "util.h"
+
+int wire_send(int fd, Toolrun__ClientMessage *m, int attach)
+{
+	size_t n = frame_size(&m->base);
+	uint8_t *buf = malloc(n);
+	if (!buf)
+		return -ENOMEM;
+	frame_pack(&m->base, attach >= 0 ? 1 : 0, buf);
+	int r = frame_send(fd, buf, n, &attach, attach >= 0 ? 1 : 0);
+	free(buf);
+	return r;
+}
+
+/* Wait until fd is readable, at most wait_s seconds. */
+static bool readable_within(int fd, int wait_s)
+{
+	fd_set set;
+	FD_ZERO(&set);
+	FD_SET(fd, &set);
+	struct timeval tv = {.tv_sec = wait_s};
+	return select(fd + 1, &set, NULL, NULL, &tv) > 0;
+}
+
+Toolrun__ServerMessage *wire_receive(int fd, struct frame_reader *rd, int wait_s)
+{
+	for (;;) {
+		int r = frame_reader_read(rd, fd);
+		if (r == FRAME_READ_AGAIN) {
+			if (!readable_within(fd, wait_s)) {
+				fprintf(stderr, "toolrun: toolrund did not answer within %d s\n", wait_s);
+				return NULL;
+			}
+			continue;
+		}
+		if (r != FRAME_READ_READY) {
+			fprintf(stderr, "toolrun: toolrund closed the connection: %s\n",
+				r == FRAME_READ_EOF ? "end of stream" : errno_text(r));
+			return NULL;
+		}
+		Toolrun__ServerMessage *sm =
+			toolrun__server_message__unpack(NULL, rd->h.length, rd->payload);
+		frame_reader_next(rd);
+		if (!sm) {
+			fprintf(stderr, "toolrun: undecodable answer from toolrund\n");
+			return NULL;
+		}
+		if (sm->msg_case == TOOLRUN__SERVER_MESSAGE__MSG_ERROR) {
+			fprintf(stderr, "toolrun: toolrund refused: %s\n", sm->error->message);
+			toolrun__server_message__free_unpacked(sm, NULL);
+			return NULL;
+		}
+		if (sm->msg_case != TOOLRUN__SERVER_MESSAGE__MSG_HELLO)
+			return sm;
+		toolrun__server_message__free_unpacked(sm, NULL);
+	}
+}

@@ -1,0 +1,20 @@
+/*
+ * The CLI's messages to and from toolrund, one frame each
+ * (proto/README.md).
+ */
+#ifndef TOOLRUN_CLI_WIRE_H
+#define TOOLRUN_CLI_WIRE_H
+
+#include "frame.h"
+#include "toolrun.pb-c.h"
+
+/* Send m, with attach (an fd) passed along, or none when it is -1.
+ * Returns 0 or -errno. */
+int wire_send(int fd, Toolrun__ClientMessage *m, int attach);
+
+/* The next message from toolrund other than Hello, waiting at most wait_s
+ * seconds for it. NULL after one line on stderr saying why: no answer, a
+ * closed connection, an undecodable frame, or toolrund's Error. */
+Toolrun__ServerMessage *wire_receive(int fd, struct frame_reader *rd, int wait_s);
+
+#endif
