@@ -75,7 +75,7 @@ still_serving() {
 
 @test "13-protocol-wrong-version: an unknown protocol version is refused" {
 	frame wrong-version
-	[ "${lines[0]}" = "error ERROR_UNSUPPORTED_VERSION: protocol version 99 is not supported (this daemon speaks 1)" ]
+	[ "${lines[0]}" = "error ERROR_UNSUPPORTED_VERSION: protocol version 99 is not supported (this daemon speaks 1 and 2)" ]
 }
 
 @test "13-protocol-fds-missing: fewer fds than the header announces gets BAD_FRAME" {
@@ -85,9 +85,9 @@ still_serving() {
 	still_serving
 }
 
-@test "13-protocol-fds-on-hello: fds on a message other than Request are refused" {
+@test "13-protocol-fds-on-hello: fds on a message other than Request or SessionCall are refused" {
 	frame fds-on-hello
-	[ "${lines[0]}" = "error ERROR_BAD_FRAME: only a Request may carry file descriptors" ]
+	[ "${lines[0]}" = "error ERROR_BAD_FRAME: only a Request or a SessionCall may carry file descriptors" ]
 }
 
 @test "13-protocol-cut-short: a frame cut short by the peer gets BAD_FRAME" {
