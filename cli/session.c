@@ -59,6 +59,7 @@ struct session_args {
 	bool has_timeout;
 	uint32_t timeout_ms;
 	const char *cwd;
+	char here[PATH_MAX]; /* our working directory, without --cwd */
 	char **env;          /* --env entries */
 	unsigned nenv;
 	char **rest;         /* what follows the options */
@@ -518,8 +519,7 @@ static int fill_call(struct session_args *a, Toolrun__SessionCall *sc, char **ow
 		return usage_error("%s: unexpected argument", a->rest[0]);
 	}
 	if (sc->op == TOOLRUN__SESSION_OP__SESSION_OP_NEW) {
-		char here[PATH_MAX];
-		const char *cwd = a->cwd ? a->cwd : getcwd(here, sizeof(here));
+		const char *cwd = a->cwd ? a->cwd : getcwd(a->here, sizeof(a->here));
 		if (cwd && cwd[0] != '/')
 			return usage_error("--cwd %s: not an absolute path", cwd);
 		sc->cwd = (ProtobufCBinaryData){cwd ? strlen(cwd) : 0, (uint8_t *)cwd};

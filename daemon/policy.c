@@ -353,3 +353,90 @@ int policy_environment(const Toolrun__Request *req, const struct config *cfg,
 	*n = k;
 	return 0;
 }
+
+/* ───────────────────────── session calls ───────────────────────── */
+
+static bool session_id_ok(const char *id)
+{
+	size_t n = strlen(id);
+	if (n == 0 || n > POLICY_SESSION_ID_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = id[i];
+		if (!(c >= '0' && c <= '9') && !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') &&
+		    c != '-' && c != '_')
+			return false;
+	}
+	return true;
+}
+
+static bool session_env_ok(const Toolrun__SessionCall *c, char *why, size_t len)
+{
+	for (size_t i = 0; i < c->n_envp; i++) {
+		const ProtobufCBinaryData *e = &c->envp[i];
+		const uint8_t *eq = e->len ? memchr(e->data, '=', e->len) : NULL;
+		if (!eq || eq == e->data || memchr(e->data, '\0', e->len)) {
+			snprintf(why, len, "environment entry %zu is not NAME=value without NUL", i);
+			return false;
+		}
+	}
+	if (c->cwd.len && memchr(c->cwd.data, '\0', c->cwd.len)) {
+		snprintf(why, len, "the working directory's path holds a NUL");
+		return false;
+	}
+	return true;
+}
+
+/* The op's own fields. */
+static bool session_op_fields_ok(const Toolrun__SessionCall *c, char *why, size_t len)
+{
+	switch (c->op) {
+	case TOOLRUN__SESSION_OP__SESSION_OP_NEW:
+		return session_env_ok(c, why, len);
+	case TOOLRUN__SESSION_OP__SESSION_OP_RUN:
+		if (c->command.len == 0 || c->command.len > POLICY_SESSION_COMMAND_MAX ||
+		    memchr(c->command.data, '\0', c->command.len)) {
+			snprintf(why, len, "the command must be 1 to %u bytes without NUL",
+				 POLICY_SESSION_COMMAND_MAX);
+			return false;
+		}
+		return true;
+	case TOOLRUN__SESSION_OP__SESSION_OP_WRITE:
+		if (c->input.len > POLICY_SESSION_INPUT_MAX) {
+			snprintf(why, len, "input of %zu bytes: at most %u at once", c->input.len,
+				 POLICY_SESSION_INPUT_MAX);
+			return false;
+		}
+		return true;
+	default:
+		return true;
+	}
+}
+
+bool policy_session_call(const Toolrun__SessionCall *c, unsigned nfds, char *why, size_t len)
+{
+	bool is_new = c->op == TOOLRUN__SESSION_OP__SESSION_OP_NEW;
+	bool names_one = !is_new && c->op != TOOLRUN__SESSION_OP__SESSION_OP_LIST;
+
+	if (c->op <= TOOLRUN__SESSION_OP__SESSION_OP_UNSPECIFIED ||
+	    c->op > TOOLRUN__SESSION_OP__SESSION_OP_LIST) {
+		snprintf(why, len, "unknown session op %d", (int)c->op);
+		return false;
+	}
+	if (nfds != (is_new ? 1u : 0u)) {
+		snprintf(why, len, is_new ? "a NEW call must attach its working directory's fd"
+					  : "only a NEW call attaches an fd");
+		return false;
+	}
+	if (names_one && !session_id_ok(c->session)) {
+		snprintf(why, len, "a session id is 1 to %d letters, digits, '-' or '_'",
+			 POLICY_SESSION_ID_MAX);
+		return false;
+	}
+	if (c->timeout_ms > POLICY_SESSION_TIMEOUT_MAX_MS) {
+		snprintf(why, len, "timeout of %u ms: at most %u", c->timeout_ms,
+			 POLICY_SESSION_TIMEOUT_MAX_MS);
+		return false;
+	}
+	return session_op_fields_ok(c, why, len);
+}

@@ -79,6 +79,22 @@ int policy_environment(const Toolrun__Request *req, const struct config *cfg,
 		       const struct limits *lim, const ProtobufCBinaryData *extra,
 		       size_t nextra, ProtobufCBinaryData **out, size_t *n);
 
+/* A session call's limits (toolrun.proto, SessionCall). */
+#define POLICY_SESSION_ID_MAX 64
+#define POLICY_SESSION_COMMAND_MAX (1024 * 1024 - 1)
+#define POLICY_SESSION_INPUT_MAX (1024 * 1024)
+#define POLICY_SESSION_TIMEOUT_MAX_MS 3600000u
+
+/*
+ * Does a SessionCall, which came with nfds fds, keep the rules of
+ * toolrun.proto? A known op; one fd with NEW and none otherwise; an id of
+ * 1 to 64 letters, digits, '-' or '_' where the op names a session; a
+ * timeout within an hour; RUN's command of 1 byte to 1 MiB without NUL;
+ * WRITE's input of at most 1 MiB; NEW's environment entries NAME=value
+ * without NUL. Returns true, or false with a line in why.
+ */
+bool policy_session_call(const Toolrun__SessionCall *c, unsigned nfds, char *why,
+			 size_t len);
 /* The limits an agent command runs under: the budget (max_bytes,
  * max_lines, shape) and command_timeout; no resource limit, filter or
  * environment rule of its own, since it stands for the agent's shell. */

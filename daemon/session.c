@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "policy.h"
 #include "util.h"
 
 /* Looks for a command waiting for input: the first this long after the
@@ -384,12 +385,6 @@ static void session_run(struct session *s, struct session_peer *p, const Toolrun
 			       "or interrupt it first", s->id, (unsigned long long)s->commands);
 		return;
 	}
-	if (c->command.len == 0 || c->command.len > SESSION_COMMAND_MAX ||
-	    memchr(c->command.data, '\0', c->command.len)) {
-		reply_error_to(p, s->id, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE,
-			       "the command must be 1 to %u bytes without NUL", SESSION_COMMAND_MAX);
-		return;
-	}
 	s->done_unread = false;
 	s->pending[0].len = s->pending[1].len = 0;
 	free(s->command);
@@ -454,12 +449,6 @@ static void session_write(struct session *s, struct session_peer *p,
 		reply_error_to(p, s->id, TOOLRUN__ERROR_CODE__ERROR_BUSY,
 			       "the stdin of session %s was closed by an earlier end-of-file "
 			       "(write --eof); only a TTY session can be sent input again", s->id);
-		return;
-	}
-	if (c->input.len > SESSION_INPUT_MAX) {
-		reply_error_to(p, s->id, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE,
-			       "input of %zu bytes: at most %u at once", c->input.len,
-			       SESSION_INPUT_MAX);
 		return;
 	}
 	if (send_input(s, &c->input, c->eof, why, sizeof(why)) < 0) {
@@ -646,26 +635,13 @@ static void session_list(struct sessions *S, struct session_peer *p)
 
 static bool valid_call(struct session_peer *p, const Toolrun__SessionCall *c, int cwd_fd)
 {
-	bool is_new = c->op == TOOLRUN__SESSION_OP__SESSION_OP_NEW;
+	char why[160];
 
-	if (c->op <= TOOLRUN__SESSION_OP__SESSION_OP_UNSPECIFIED ||
-	    c->op > TOOLRUN__SESSION_OP__SESSION_OP_LIST) {
-		reply_error_to(p, c->session, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE,
-			       "unknown session op %d", (int)c->op);
-		return false;
-	}
-	if (is_new != (cwd_fd >= 0)) {
-		reply_error_to(p, c->session, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE,
-			       is_new ? "a NEW call must attach its working directory's fd"
-				      : "only a NEW call attaches an fd");
-		return false;
-	}
-	if (c->timeout_ms > SESSION_TIMEOUT_MAX_MS) {
-		reply_error_to(p, c->session, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE,
-			       "timeout of %u ms: at most %u", c->timeout_ms, SESSION_TIMEOUT_MAX_MS);
-		return false;
-	}
-	return true;
+	if (policy_session_call(c, cwd_fd >= 0 ? 1 : 0, why, sizeof(why)))
+		return true;
+	/* An id that breaks the rules is not echoed back. */
+	reply_error_to(p, "", TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE, "bad SessionCall: %s", why);
+	return false;
 }
 
 void sessions_call(struct sessions *S, struct session_peer *p, const Toolrun__SessionCall *c,

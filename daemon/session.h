@@ -27,6 +27,7 @@
 
 #include "event.h"
 #include "job.h"
+#include "policy.h"
 #include "reply.h"
 #include "toolrun.pb-c.h"
 
@@ -35,11 +36,8 @@
 /* Output one reply carries per stream; the rest waits for the next
  * (SessionReply.more). Two of them fit a server frame (128 KiB). */
 #define SESSION_REPLY_CHUNK (48 * 1024)
-/* A command, and one WRITE's input, at most (toolrun.proto). */
-#define SESSION_COMMAND_MAX (1024 * 1024 - 1)
-#define SESSION_INPUT_MAX (1024 * 1024)
-/* The longest a call may wait (toolrun.proto). */
-#define SESSION_TIMEOUT_MAX_MS 3600000u
+/* A command at most (policy.h checks every call). */
+#define SESSION_COMMAND_MAX POLICY_SESSION_COMMAND_MAX
 
 struct session;
 struct session_peer;

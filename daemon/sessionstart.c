@@ -187,8 +187,6 @@ static int keep_env(struct session *s, const Toolrun__SessionCall *c)
 	uint8_t *pool = (uint8_t *)(s->env + c->n_envp + 1);
 	for (size_t i = 0; i < c->n_envp; i++) {
 		const ProtobufCBinaryData *e = &c->envp[i];
-		if (!memchr(e->data, '=', e->len) || memchr(e->data, '\0', e->len))
-			return -EINVAL;
 		if (set_by_daemon(e))
 			continue;
 		memcpy(pool, e->data, e->len);
@@ -504,8 +502,7 @@ void session_new(struct sessions *S, struct session_peer *p, const Toolrun__Sess
 	struct session *s = session_alloc(S, p, c);
 	if (!s) {
 		close(cwd_fd);
-		reply_new_failed(p, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE,
-				 "out of memory, or an environment entry without '=' or with NUL");
+		reply_new_failed(p, TOOLRUN__ERROR_CODE__ERROR_BUSY, "toolrund is out of memory");
 		return;
 	}
 	s->cwd_fd = cwd_fd;

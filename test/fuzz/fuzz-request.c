@@ -191,6 +191,26 @@ static void touch(const uint8_t *p, size_t n)
 	sink = acc;
 }
 
+/* A session call, as the listener checks it before any session sees it:
+ * accepted, it keeps the rules policy.h states; refused, it says why. */
+static void check_session_call(const Toolrun__SessionCall *c, unsigned nfds)
+{
+	char why[256] = "";
+	bool ok = policy_session_call(c, nfds, why, sizeof(why));
+
+	CHECK(ok == (why[0] == '\0'));
+	if (!ok)
+		return;
+	CHECK(nfds == (c->op == TOOLRUN__SESSION_OP__SESSION_OP_NEW ? 1u : 0u));
+	CHECK(c->timeout_ms <= POLICY_SESSION_TIMEOUT_MAX_MS);
+	if (c->op == TOOLRUN__SESSION_OP__SESSION_OP_RUN)
+		CHECK(c->command.len > 0 && !memchr(c->command.data, '\0', c->command.len));
+	for (size_t i = 0; c->op == TOOLRUN__SESSION_OP__SESSION_OP_NEW && i < c->n_envp; i++)
+		CHECK(memchr(c->envp[i].data, '=', c->envp[i].len) != NULL);
+	touch(c->command.data, c->command.len);
+	touch(c->input.data, c->input.len);
+}
+
 static bool same_bytes(const ProtobufCBinaryData *a, const ProtobufCBinaryData *b)
 {
 	return a->len == b->len && (a->len == 0 || memcmp(a->data, b->data, a->len) == 0);
@@ -460,6 +480,10 @@ static void handle_payload(const uint8_t *payload, size_t len, unsigned nfds,
 		break;
 	case TOOLRUN__CLIENT_MESSAGE__MSG_RELOAD:
 		CHECK(m->reload != NULL);
+		break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG_SESSION_CALL:
+		CHECK(m->session_call != NULL);
+		check_session_call(m->session_call, nfds);
 		break;
 	case TOOLRUN__CLIENT_MESSAGE__MSG__NOT_SET:
 	default:
