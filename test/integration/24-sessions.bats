@@ -547,16 +547,17 @@ daemon_fd_counts() {
 }
 
 # make_and_check N FILE: make N sessions, check each runs as its own id,
-# and write the ids to FILE; "bad ..." lines for what went wrong.
+# and write the ids to FILE; "BAD: ..." lines for what went wrong (ids are
+# lowercase hex: "bad0bd06" is an id).
 make_and_check() {
 	local i id out
 	for ((i = 0; i < $1; i++)); do
 		if ! id=$("$TR_CLI" session new); then
-			echo "bad new"
+			echo "BAD: new"
 			continue
 		fi
 		out=$("$TR_CLI" session run "$id" --timeout 60 -- 'echo $TOOLRUN_SESSION') &&
-			[ "$out" = "$id" ] || echo "bad $id: $out"
+			[ "$out" = "$id" ] || echo "BAD: $id: $out"
 		echo "$id"
 	done >"$2" 2>&1
 }
@@ -568,7 +569,7 @@ make_and_check() {
 	done
 	wait
 	cat "$TR_DIR"/ids.* >"$TR_DIR/ids"
-	! grep '^bad' "$TR_DIR/ids" || false
+	! grep '^BAD: ' "$TR_DIR/ids" || false
 	mapfile -t ids <"$TR_DIR/ids"
 	[ "${#ids[@]}" -eq 100 ]
 	for id in "${ids[@]}"; do
