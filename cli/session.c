@@ -152,19 +152,6 @@ static int parse_args(int argc, char **argv, struct session_args *a)
 /* ------------------------------------------------------------------ */
 /* One call                                                            */
 
-/* The next SessionReply, within wait_s seconds; NULL after a line on
- * stderr. */
-static Toolrun__ServerMessage *next_reply(int fd, struct frame_reader *rd, int wait_s)
-{
-	Toolrun__ServerMessage *sm = wire_receive(fd, rd, wait_s);
-	if (sm && sm->msg_case != TOOLRUN__SERVER_MESSAGE__MSG_SESSION_REPLY) {
-		fprintf(stderr, "toolrun: unexpected answer from toolrund\n");
-		toolrun__server_message__free_unpacked(sm, NULL);
-		return NULL;
-	}
-	return sm;
-}
-
 /* A connection that has said Hello (version 2); -1 after a line on
  * stderr. */
 static int open_connection(const struct config *cfg)
@@ -205,7 +192,8 @@ static Toolrun__ServerMessage *call(int fd, struct frame_reader *rd, Toolrun__Se
 		fprintf(stderr, "toolrun: cannot send to toolrund: %s\n", errno_text(r));
 		return NULL;
 	}
-	return next_reply(fd, rd, (int)(sc->timeout_ms / 1000) + ANSWER_GRACE_S);
+	return wire_receive(fd, rd, (int)(sc->timeout_ms / 1000) + ANSWER_GRACE_S,
+			    TOOLRUN__SERVER_MESSAGE__MSG_SESSION_REPLY);
 }
 
 /* Append b to *acc (for a reply in several parts). */
@@ -536,26 +524,28 @@ static int show_answer(int fd, struct frame_reader *rd, Toolrun__ServerMessage *
 {
 	Toolrun__SessionReply *reply = sm->session_reply;
 	ProtobufCBinaryData out = {0}, err = {0};
-	Toolrun__ServerMessage *parts[64];
-	unsigned nparts = 0;
+	bool parts = false;
 	int r;
 
-	/* Fetch the rest first: the answer shows the state of its last part. */
-	while (reply->more && !reply->error && nparts < ARRAY_SIZE(parts)) {
-		if (!gather(&out, reply->stdout) || !gather(&err, reply->stderr))
-			break;
-		parts[nparts++] = sm;
+	/* Fetch the rest first: the answer shows the state of its last part.
+	 * A part that cannot be fetched ends it with what came. */
+	for (int n = 0; reply->more && !reply->error && n < 256; n++) {
 		Toolrun__SessionCall more = TOOLRUN__SESSION_CALL__INIT;
 		more.op = TOOLRUN__SESSION_OP__SESSION_OP_READ;
 		more.session = reply->session;
-		sm = call(fd, rd, &more, -1);
-		if (!sm) {
-			sm = parts[--nparts];
+		Toolrun__ServerMessage *next = call(fd, rd, &more, -1);
+		if (!next || !gather(&out, reply->stdout) || !gather(&err, reply->stderr)) {
+			if (next)
+				toolrun__server_message__free_unpacked(next, NULL);
 			break;
 		}
+		toolrun__server_message__free_unpacked(sm, NULL);
+		sm = next;
 		reply = sm->session_reply;
+		parts = true;
 	}
-	if (nparts && gather(&out, reply->stdout) && gather(&err, reply->stderr)) {
+	ProtobufCBinaryData own_out = reply->stdout, own_err = reply->stderr;
+	if (parts && gather(&out, own_out) && gather(&err, own_err)) {
 		reply->stdout = out;
 		reply->stderr = err;
 	}
@@ -565,15 +555,11 @@ static int show_answer(int fd, struct frame_reader *rd, Toolrun__ServerMessage *
 		r = show_list(reply, a);
 	else
 		r = show_reply(reply, a);
-	if (nparts) {
-		reply->stdout = (ProtobufCBinaryData){0};
-		reply->stderr = (ProtobufCBinaryData){0};
-	}
+	reply->stdout = own_out;
+	reply->stderr = own_err;
 	free(out.data);
 	free(err.data);
 	toolrun__server_message__free_unpacked(sm, NULL);
-	while (nparts)
-		toolrun__server_message__free_unpacked(parts[--nparts], NULL);
 	return r;
 }
 

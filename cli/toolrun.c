@@ -104,13 +104,8 @@ static Toolrun__ServerMessage *ask(const struct config *cfg, Toolrun__ClientMess
 		.payload = payload,
 		.payload_cap = sizeof(payload),
 	};
-	Toolrun__ServerMessage *sm = wire_receive(fd, &rd, wait_s ? (int)wait_s : 5);
+	Toolrun__ServerMessage *sm = wire_receive(fd, &rd, wait_s ? (int)wait_s : 5, expect);
 	close(fd);
-	if (sm && sm->msg_case != expect) {
-		fprintf(stderr, "toolrun: unexpected answer from toolrund\n");
-		toolrun__server_message__free_unpacked(sm, NULL);
-		return NULL;
-	}
 	return sm;
 }
 

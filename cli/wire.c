@@ -32,7 +32,8 @@ static bool readable_within(int fd, int wait_s)
 	return select(fd + 1, &set, NULL, NULL, &tv) > 0;
 }
 
-Toolrun__ServerMessage *wire_receive(int fd, struct frame_reader *rd, int wait_s)
+Toolrun__ServerMessage *wire_receive(int fd, struct frame_reader *rd, int wait_s,
+				     Toolrun__ServerMessage__MsgCase expect)
 {
 	for (;;) {
 		int r = frame_reader_read(rd, fd);
@@ -60,8 +61,13 @@ Toolrun__ServerMessage *wire_receive(int fd, struct frame_reader *rd, int wait_s
 			toolrun__server_message__free_unpacked(sm, NULL);
 			return NULL;
 		}
-		if (sm->msg_case != TOOLRUN__SERVER_MESSAGE__MSG_HELLO)
+		if (sm->msg_case == expect)
 			return sm;
+		if (sm->msg_case != TOOLRUN__SERVER_MESSAGE__MSG_HELLO) {
+			fprintf(stderr, "toolrun: unexpected answer from toolrund\n");
+			toolrun__server_message__free_unpacked(sm, NULL);
+			return NULL;
+		}
 		toolrun__server_message__free_unpacked(sm, NULL);
 	}
 }

@@ -12,9 +12,11 @@
  * Returns 0 or -errno. */
 int wire_send(int fd, Toolrun__ClientMessage *m, int attach);
 
-/* The next message from toolrund other than Hello, waiting at most wait_s
- * seconds for it. NULL after one line on stderr saying why: no answer, a
- * closed connection, an undecodable frame, or toolrund's Error. */
-Toolrun__ServerMessage *wire_receive(int fd, struct frame_reader *rd, int wait_s);
+/* The next message from toolrund other than Hello, of the kind expected,
+ * waiting at most wait_s seconds for it. NULL after one line on stderr
+ * saying why: no answer, a closed connection, an undecodable frame,
+ * toolrund's Error, or another kind of answer. */
+Toolrun__ServerMessage *wire_receive(int fd, struct frame_reader *rd, int wait_s,
+				     Toolrun__ServerMessage__MsgCase expect);
 
 #endif

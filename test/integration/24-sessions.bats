@@ -629,3 +629,19 @@ make_and_check() {
 	[ "$output" = again ]
 	session close "$sid" || true
 }
+
+@test "session: output larger than one reply comes whole, in order, in parts the CLI joins" {
+	# No budget: a command's whole output waits for replies of 48 KiB a
+	# stream (SessionReply.more).
+	cp "$TOOLRUN_CONFIG" "$TR_DIR/limited.conf"
+	sed -i 's/^max_bytes = 4000$/max_bytes = 0/; s/^max_lines = 200$/max_lines = 0/' "$TOOLRUN_CONFIG"
+	"$TR_CLI" reload
+	new_session
+	run --separate-stderr session run "$sid" --timeout 20 -- 'seq 1 40000; seq 1 30000 >&2'
+	cp "$TR_DIR/limited.conf" "$TOOLRUN_CONFIG"
+	"$TR_CLI" reload
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(seq 1 40000)" ]
+	[ "$stderr" = "$(seq 1 30000)" ]
+	session close "$sid"
+}
