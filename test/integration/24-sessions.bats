@@ -631,17 +631,18 @@ make_and_check() {
 }
 
 @test "session: output larger than one reply comes whole, in order, in parts the CLI joins" {
-	# No budget: a command's whole output waits for replies of 48 KiB a
-	# stream (SessionReply.more).
+	# No budget: a command's whole output (here more than the 256 KiB at
+	# which a connection's client would be held back) waits for replies of
+	# 48 KiB a stream (SessionReply.more).
 	cp "$TOOLRUN_CONFIG" "$TR_DIR/limited.conf"
 	sed -i 's/^max_bytes = 4000$/max_bytes = 0/; s/^max_lines = 200$/max_lines = 0/' "$TOOLRUN_CONFIG"
 	"$TR_CLI" reload
 	new_session
-	run --separate-stderr session run "$sid" --timeout 20 -- 'seq 1 40000; seq 1 30000 >&2'
+	run --separate-stderr session run "$sid" --timeout 20 -- 'seq 1 100000; seq 1 30000 >&2'
 	cp "$TR_DIR/limited.conf" "$TOOLRUN_CONFIG"
 	"$TR_CLI" reload
 	[ "$status" -eq 0 ]
-	[ "$output" = "$(seq 1 40000)" ]
+	[ "$output" = "$(seq 1 100000)" ]
 	[ "$stderr" = "$(seq 1 30000)" ]
 	session close "$sid"
 }
