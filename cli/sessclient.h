@@ -1,0 +1,67 @@
+/*
+ * A client of toolrund's sessions (protocol version 2: SessionCall,
+ * SessionReply), shared by `toolrun session`, `toolrun mcp` and `toolrun
+ * tags`: one connection, calls one at a time, replies in parts gathered,
+ * and the JSON every front end shows for a reply (docs/sessions.md).
+ */
+#ifndef TOOLRUN_CLI_SESSCLIENT_H
+#define TOOLRUN_CLI_SESSCLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <json-c/json.h>
+
+#include "config.h"
+#include "frame.h"
+#include "toolrun.pb-c.h"
+
+/* The longest wait a call may ask for (toolrun.proto). */
+#define SESS_MAX_TIMEOUT_MS 3600000u
+
+struct sess_client {
+	int fd;
+	struct frame_reader rd;
+	uint8_t *payload; /* FRAME_MAX_SERVER_PAYLOAD bytes */
+	uint32_t pending_timeout_ms; /* of the call sent and not yet answered */
+};
+
+/* What one call gave: the reply of its last part, whose stdout and
+ * stderr hold the output of every part. */
+struct sess_answer {
+	Toolrun__ServerMessage *sm;
+	Toolrun__SessionReply *reply;
+	ProtobufCBinaryData out, err; /* gathered (owned), or empty */
+	ProtobufCBinaryData own_out, own_err; /* the last part's, put back on free */
+};
+
+/* Connect and say Hello. 0, or -1 with why. */
+int sess_client_open(struct sess_client *c, const struct config *cfg, char *why, size_t len);
+void sess_client_close(struct sess_client *c);
+
+/* One call (attach: an fd for its frame, or -1), then its answer. */
+int sess_client_call(struct sess_client *c, Toolrun__SessionCall *sc, int attach,
+		     struct sess_answer *a, char *why, size_t len);
+/* The same in two steps, for a caller that polls c->fd in between. */
+int sess_client_send(struct sess_client *c, Toolrun__SessionCall *sc, int attach, char *why,
+		     size_t len);
+int sess_client_receive(struct sess_client *c, struct sess_answer *a, char *why, size_t len);
+void sess_answer_free(struct sess_answer *a);
+
+/* "idle", "running", "waiting_input", "done", "closed". */
+const char *sess_state_name(Toolrun__SessionState s);
+/* "bad_message", "not_found", "busy", "internal", "error". */
+const char *sess_error_name(Toolrun__ErrorCode c);
+
+/* A reply as JSON: session, state, command_number, stdout, stderr,
+ * exit_code, signal, duration_ms, {stdout,stderr}_dropped_{bytes,lines},
+ * {stdout,stderr}_spill, message; or session, error and message. */
+struct json_object *sess_reply_json(const Toolrun__SessionReply *r);
+/* One session of a LIST reply. */
+struct json_object *sess_info_json(const Toolrun__SessionInfo *s);
+
+/* The exit status for a command's reply: its code, 128+N for signal N,
+ * 124 while it runs or waits for input, 125 for a closed session. */
+int sess_command_status(const Toolrun__SessionReply *r);
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * File operations of the front ends: read_file / <open>, write_file /
+ * <write>, edit_file. Each goes through path_open() first.
+ */
+#ifndef TOOLRUN_FRONT_FILES_H
+#define TOOLRUN_FRONT_FILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "front.h"
+#include "path.h"
+
+/* What one read may give back: the same budget as an agent command's
+ * output (toolrun.conf max_bytes and max_lines; 0: none). */
+struct read_budget {
+	uint64_t max_bytes;
+	uint64_t max_lines;
+};
+
+struct read_request {
+	const char *path;
+	/* The first line wanted, from 1; 0 means 1. With from_end, the
+	 * number of lines from the end instead (the last `limit` lines when
+	 * 0). */
+	uint64_t offset;
+	uint64_t limit;   /* lines wanted; 0: as many as the budget allows */
+	bool from_end;
+	bool numbered;    /* "%6llu\t" before each line, as `cat -n` */
+};
+
+struct read_result {
+	char rel[PATH_MAX];
+	uint64_t size;        /* bytes in the file */
+	uint64_t total_lines; /* lines in the file (a last line without a
+			       * newline counts) */
+	uint64_t first_line, last_line; /* shown: [first, last], 0 0 if none */
+	bool truncated;       /* the budget stopped it before `limit` */
+	bool binary;          /* not text: `text` is a one-line summary
+			       * (size, type guess, SHA-256) */
+	char *text;           /* malloc'd, NUL-terminated; the lines shown */
+	size_t text_len;
+};
+
+int front_read_file(const struct path_policy *p, const struct read_budget *b,
+		    const struct read_request *rq, struct read_result *out,
+		    struct front_error *e);
+void read_result_free(struct read_result *r);
+
+struct write_result {
+	char rel[PATH_MAX];
+	bool created;        /* the file did not exist before */
+	uint64_t bytes;      /* its size now */
+	uint64_t replacements; /* edit_file: 1 */
+};
+
+/* Create or replace path with data, atomically: a temporary file in the
+ * same directory, fsync'd, then renamed over it. An existing file keeps
+ * its mode; a new one gets 0666 & ~umask. A symlink at path is refused
+ * (it would be replaced, not followed). */
+int front_write_file(const struct path_policy *p, const char *path, const void *data,
+		     size_t len, struct write_result *out, struct front_error *e);
+
+/* Replace old_text by new_text in path, where old_text must occur exactly
+ * once (NOT_FOUND / NOT_UNIQUE with the count otherwise); written as
+ * front_write_file does. */
+int front_edit_file(const struct path_policy *p, const char *path, const char *old_text,
+		    size_t old_len, const char *new_text, size_t new_len,
+		    struct write_result *out, struct front_error *e);
+
+#endif

@@ -1,0 +1,56 @@
+/*
+ * Ranked full-text search over the files under a root, with SQLite's
+ * FTS5 and bm25. The index lives on disk and is brought up to date on
+ * each query: files whose mtime or size changed are indexed again, new
+ * ones added, vanished ones dropped. Files that are not text, larger
+ * than SEARCH_MAX_FILE_BYTES, under a directory named .git, or not in
+ * the path policy's extension list are not indexed.
+ *
+ * Embeddings: toolrun ships no model. An embedding command may be
+ * plugged in (embed_command): it then re-ranks the best bm25 candidates
+ * (docs/front.md says how it is called).
+ */
+#ifndef TOOLRUN_FRONT_SEARCH_H
+#define TOOLRUN_FRONT_SEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "front.h"
+#include "path.h"
+
+#define SEARCH_MAX_FILE_BYTES (1024 * 1024)
+#define SEARCH_DEFAULT_LIMIT 10
+#define SEARCH_MAX_LIMIT 100
+
+struct search_options {
+	/* The index file; NULL: $XDG_CACHE_HOME/toolrun/search-<first 16 hex
+	 * of sha256(root)>.sqlite, or ~/.cache/... */
+	const char *index_path;
+	/* NULL or a shell command (docs/front.md). */
+	const char *embed_command;
+	size_t limit; /* 0: SEARCH_DEFAULT_LIMIT; at most SEARCH_MAX_LIMIT */
+};
+
+struct search_hit {
+	char *path;    /* from the root */
+	uint64_t line; /* from 1: the first line that matches */
+	char *snippet; /* that line, trimmed to about 200 bytes, matches kept */
+	double score;  /* higher is better */
+};
+
+struct search_result {
+	struct search_hit *hits;
+	size_t nhits;
+	uint64_t files_indexed; /* files in the index after the update */
+	uint64_t files_updated; /* (re)indexed by this query */
+	uint64_t files_removed;
+};
+
+/* query: words as an agent writes them (not FTS5 syntax: quotes and
+ * operators in it are taken as text). An empty query is a SYNTAX error. */
+int front_search(const struct path_policy *p, const struct search_options *o,
+		 const char *query, struct search_result *out, struct front_error *e);
+void search_result_free(struct search_result *r);
+
+#endif
