@@ -48,6 +48,23 @@ int sess_client_send(struct sess_client *c, Toolrun__SessionCall *sc, int attach
 int sess_client_receive(struct sess_client *c, struct sess_answer *a, char *why, size_t len);
 void sess_answer_free(struct sess_answer *a);
 
+/* A front end's call that runs no program (read_file, <open>, search,
+ * ...), for toolrund's audit log: one line of kind "front", with the
+ * caller's uid and pid as toolrund sees them (docs/audit.md). */
+struct front_record {
+	const char *front;  /* "mcp" or "tags" */
+	const char *tool;   /* "read_file", "open", "search", ... */
+	const char *target; /* the path or the query, as given */
+	bool ok;
+	const char *error_code; /* NULL when ok; else front_error.code */
+	uint64_t bytes;         /* read, written or returned */
+	uint64_t duration_us;
+};
+
+/* Send the record; toolrund does not answer it. 0, or -1 with why. */
+int sess_client_record(struct sess_client *c, const struct front_record *r, char *why,
+		       size_t len);
+
 /* "idle", "running", "waiting_input", "done", "closed". */
 const char *sess_state_name(Toolrun__SessionState s);
 /* "bad_message", "not_found", "busy", "internal", "error". */
