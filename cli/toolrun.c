@@ -104,7 +104,10 @@ static Toolrun__ServerMessage *ask(const struct config *cfg, Toolrun__ClientMess
 		.payload = payload,
 		.payload_cap = sizeof(payload),
 	};
-	Toolrun__ServerMessage *sm = wire_receive(fd, &rd, wait_s ? (int)wait_s : 5, expect);
+	Toolrun__ServerMessage *sm =
+		wire_receive(fd, &rd, wait_s ? (int)wait_s : 5, expect, why, sizeof(why));
+	if (!sm)
+		fprintf(stderr, "toolrun: %s\n", why);
 	close(fd);
 	return sm;
 }
