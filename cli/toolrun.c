@@ -9,6 +9,8 @@
  *                                    (exit 0 intact, 1 broken, 2 unreadable)
  *   toolrun session VERB ...         persistent shells hosted by toolrund
  *                                    (session.c)
+ *   toolrun tags [OPTIONS] [FILE|-]  run the commands of a model's tagged
+ *                                    text as it streams (tags.c)
  *
  * `run` sends PROGRAM as it is (no PATH search, no local checks): what
  * the daemon answers is what you see, including its refusals. The config
@@ -27,6 +29,7 @@
 #include "connect.h"
 #include "frame.h"
 #include "session.h"
+#include "tags.h"
 #include "sink.h"
 #include "toolrun.pb-c.h"
 #include "util.h"
@@ -41,6 +44,9 @@ static int usage(FILE *out, int code)
 		     "       toolrun run PROGRAM [ARGS...]\n"
 		     "       toolrun audit verify [FILE...]\n"
 		     "       toolrun session new|run|read|write|interrupt|close|list ...\n"
+		     "       toolrun tags [--root DIR] [--exec-enabled] [--json] [--passthrough]\n"
+		     "                    [--timeout S] [--extensions LIST] [--index PATH]\n"
+		     "                    [--session ID] [FILE|-]\n"
 		     "\n"
 		     "audit verify checks the audit log's hash chain: with one FILE, FILE and\n"
 		     "its rotated files (FILE.N ... FILE.1) as one chain, oldest first; with\n"
@@ -306,5 +312,7 @@ int main(int argc, char **argv)
 		return run(cfg, argv + 2);
 	if (strcmp(argv[1], "session") == 0)
 		return session_main(cfg, argc - 2, argv + 2);
+	if (strcmp(argv[1], "tags") == 0)
+		return tags_main(cfg, argc - 2, argv + 2);
 	return usage(stderr, 2);
 }
