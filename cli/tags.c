@@ -75,7 +75,8 @@ struct tags_ctx {
 	bool daemon_down;          /* tried once and failed: not again */
 	char session[64];          /* the session of <exec>, "" before one */
 	bool own_session;          /* made by us: closed at the end */
-	struct json_object *text;  /* --json --passthrough: text not yet shown */
+	char *text;                /* --json --passthrough: text not yet shown */
+	size_t text_len, text_cap;
 	bool mid_line;             /* --passthrough: the text shown ends inside a line */
 	unsigned failed;
 	bool timed_out;
@@ -476,11 +477,13 @@ static struct json_object *error_json(const struct front_error *e)
  * object, whatever the chunks it came in. */
 static void flush_text_json(struct tags_ctx *t)
 {
-	if (!t->text)
+	if (!t->text_len)
 		return;
-	print_json_line(t->text);
-	json_object_put(t->text);
-	t->text = NULL;
+	struct json_object *o = json_object_new_object();
+	json_object_object_add(o, "text", json_text((const uint8_t *)t->text, t->text_len));
+	print_json_line(o);
+	json_object_put(o);
+	t->text_len = 0;
 }
 
 static void print_answer_json(struct tags_ctx *t, const struct tag_command *c,
@@ -605,18 +608,18 @@ static void on_text(void *arg, const char *p, size_t n)
 		return;
 	}
 	/* Kept until the next answer: one object whatever the chunks. */
-	const char *had = t->text ? json_object_get_string(json_object_object_get(t->text, "text")) : "";
-	size_t had_len = strlen(had);
-	char *joined = malloc(had_len + n);
-	if (!joined)
-		return;
-	memcpy(joined, had, had_len);
-	memcpy(joined + had_len, p, n);
-	struct json_object *o = json_object_new_object();
-	json_object_object_add(o, "text", json_text((const uint8_t *)joined, had_len + n));
-	free(joined);
-	json_object_put(t->text);
-	t->text = o;
+	if (t->text_len + n > t->text_cap) {
+		size_t cap = t->text_cap ? t->text_cap : 4096;
+		while (cap < t->text_len + n)
+			cap *= 2;
+		char *grown = realloc(t->text, cap);
+		if (!grown)
+			return;
+		t->text = grown;
+		t->text_cap = cap;
+	}
+	memcpy(t->text + t->text_len, p, n);
+	t->text_len += n;
 }
 
 static void on_command(void *arg, const struct tag_command *c)
@@ -687,7 +690,7 @@ static void finish(struct tags_ctx *t)
 		sess_client_close(&t->daemon);
 	tag_scanner_free(t->scanner);
 	path_policy_free(&t->policy);
-	json_object_put(t->text);
+	free(t->text);
 }
 
 int tags_main(const struct config *cfg, int argc, char **argv)

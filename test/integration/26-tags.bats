@@ -179,6 +179,22 @@ for line in sys.stdin:
 	[ "$(jl 5 result.session)" != "$(jl 1 result.session)" ]
 }
 
+@test "--session ID: <exec> runs in a session of the caller's, left open" {
+	local sid
+	sid=$("$TR_CLI" session new --cwd "$REPO")
+	run feed '<exec cd src; X=kept>' --json --exec-enabled --session "$sid"
+	[ "$status" -eq 0 ]
+	[ "$(jl 1 result.session)" = "$sid" ]
+	run "$TR_CLI" session run "$sid" -- 'echo "$X $PWD"'
+	[ "$status" -eq 0 ]
+	[ "$output" = "kept $REPO/src" ]
+	run "$TR_CLI" session close "$sid"
+	[ "$status" -eq 0 ]
+	run feed '<exec true>' --json --exec-enabled --session "$sid"
+	[ "$status" -eq 1 ]
+	[ "$(jl 1 error.code)" = SESSION_ERROR ]
+}
+
 @test "an <exec> past --timeout is interrupted: RESOURCE TIMEOUT, exit 124, the session goes on" {
 	run feed '<exec echo start; sleep 30><exec echo after>' --json --exec-enabled --timeout 1
 	[ "$status" -eq 124 ]
@@ -212,8 +228,10 @@ for line in sys.stdin:
 
 @test "a stream fed byte by byte, slowly, gives the JSON it gives whole" {
 	local text=$'a < b <open README.md> <write s.txt>x</wri\nte></write>\n<exec echo "1>2">, <tree src>'
-	run feed "$text" --json --exec-enabled
+	# With the text too: one object for each stretch of it.
+	run feed "$text" --json --exec-enabled --passthrough
 	[ "$status" -eq 0 ]
+	[ "$(jl 1 text)" = 'a < b ' ]
 	local whole
 	whole=$(normalise <<<"$output")
 	rm "$REPO/s.txt"
@@ -225,7 +243,7 @@ for line in sys.stdin:
 		done
 	}
 	local bytes
-	bytes=$(slow | tags --json --exec-enabled | normalise)
+	bytes=$(slow | tags --json --exec-enabled --passthrough | normalise)
 	[ "$bytes" = "$whole" ]
 	[ "$(cat "$REPO/s.txt")" = "$(printf 'x</wri\nte>')" ]
 	rm -f "$REPO/s.txt"
