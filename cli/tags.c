@@ -378,6 +378,9 @@ static void exec_outcome(const Toolrun__SessionReply *r, struct outcome *out)
 	else if (x && x->code != 0)
 		front_fail(&out->err, FRONT_EXECUTION, "EXIT_STATUS", "exited with status %d",
 			   x->code);
+	else if (!x && r->state == TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED)
+		front_fail(&out->err, FRONT_EXECUTION, "SESSION_CLOSED", "the session ended: %s",
+			   r->message);
 	else
 		out->ok = true;
 }
