@@ -52,9 +52,7 @@ static bool buf_reserve(struct buf *b, size_t more)
 {
 	if (b->cap - b->len > more)
 		return true;
-	size_t cap = b->cap ? b->cap : 4096;
-	while (cap - b->len <= more)
-		cap *= 2;
+	size_t cap = MAX(b->cap * 2, b->len + more + 1);
 	char *p = realloc(b->p, cap);
 	if (!p)
 		return false;
@@ -84,7 +82,9 @@ static int read_whole(int fd, uint64_t max, const char *path, struct buf *b,
 	if ((uint64_t)st.st_size > max)
 		goto too_large;
 	for (;;) {
-		if (!buf_reserve(b, b->len ? b->len : (size_t)st.st_size + 1))
+		/* One allocation for a file that does not grow while read: its
+		 * size and room to see the end. */
+		if (!buf_reserve(b, b->len ? BUFSIZ : (size_t)st.st_size + BUFSIZ))
 			return out_of_memory(e, path);
 		ssize_t n = read(fd, b->p + b->len, b->cap - b->len - 1);
 		if (n < 0 && errno == EINTR)

@@ -146,8 +146,7 @@ static int relative(const struct path_policy *p, const char *path, char *rel, si
 				  path);
 	if (r < 0)
 		return front_fail(e, FRONT_VALIDATION, "OUTSIDE_ROOT",
-				  "%s: outside the root %s; use a path under %s", path, p->root,
-				  p->root);
+				  "%s: outside the root %s; use a path under it", path, p->root);
 	return 0;
 }
 
@@ -465,6 +464,15 @@ static int open_file(const struct path_policy *p, const char *path, const char *
 	return walk_file(p, path, rel, e);
 }
 
+/* "x/", "x/." and "x/.." name a directory, whatever x is. */
+static bool names_a_directory(const char *path)
+{
+	const char *last = strrchr(path, '/');
+
+	last = last ? last + 1 : path;
+	return !*last || strcmp(last, ".") == 0 || strcmp(last, "..") == 0;
+}
+
 static int fill_ref(const struct path_policy *p, const char *path, struct path_ref *ref,
 		    struct front_error *e)
 {
@@ -497,6 +505,9 @@ int path_open(const struct path_policy *p, const char *path, enum path_use use,
 	if (strcmp(ref->rel, ".") == 0)
 		return front_fail(e, FRONT_EXECUTION, "NOT_A_FILE",
 				  "%s: the root directory, not a file", path);
+	if (names_a_directory(path))
+		return front_fail(e, FRONT_EXECUTION, "NOT_A_FILE",
+				  "%s: names a directory, not a file", path);
 	split(ref->rel, dirrel, sizeof(dirrel), &base);
 	if (strlen(base) > NAME_MAX)
 		return fail_errno(e, ENAMETOOLONG, path);

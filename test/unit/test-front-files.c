@@ -303,6 +303,39 @@ static void test_binary_summary(void **state)
 	read_ok(e, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\n", 1, 1, false);
 }
 
+static void test_large_file_and_the_sniff_boundary(void **state)
+{
+	struct env *e = *state;
+	enum { LINES = 20000 };
+	char *big = malloc(LINES * 8 + 1), *p = big;
+
+	assert_non_null(big);
+	for (int i = 1; i <= LINES; i++)
+		p += sprintf(p, "%07d\n", i);
+	put_bytes(e, "big.txt", big, (size_t)(p - big));
+	free(big);
+	e->rq.path = "big.txt";
+	e->rq.from_end = true;
+	e->rq.offset = 2;
+	read_ok(e, "0019999\n0020000\n", LINES - 1, LINES, false);
+	assert_int_equal(e->res.total_lines, LINES);
+	assert_int_equal(e->res.size, LINES * 8);
+
+	/* A character that straddles the first 8 KiB is still text. */
+	char text[8200];
+	memset(text, 'a', sizeof(text));
+	memcpy(text + 8191, "\xe2\x82\xac", 3);
+	text[sizeof(text) - 1] = '\n';
+	put_bytes(e, "edge.txt", text, sizeof(text));
+	e->rq.path = "edge.txt";
+	e->rq.from_end = false;
+	e->rq.offset = 0;
+	read_result_free(&e->res);
+	assert_int_equal(front_read_file(&e->policy, NULL, &e->rq, &e->res, &e->err), 0);
+	assert_false(e->res.binary);
+	assert_int_equal(e->res.text_len, sizeof(text));
+}
+
 static void test_read_limits_and_refusals(void **state)
 {
 	struct env *e = *state;
@@ -382,6 +415,12 @@ static void test_write_through_symlink_is_refused(void **state)
 	assert_int_equal(front_write_file(&e->policy, "dangling.txt", "x", 1, &e->wr, &e->err),
 			 -1);
 	assert_string_equal(e->err.code, "SYMLINK_TARGET");
+	/* An edit reads through the link and refuses to write through it. */
+	assert_int_equal(front_edit_file(&e->policy, "link.txt", "real", 4, "fake", 4, &e->wr,
+					 &e->err), -1);
+	assert_string_equal(e->err.code, "SYMLINK_TARGET");
+	content(e, "real.txt", buf, sizeof(buf));
+	assert_string_equal(buf, "real\n");
 	assert_int_equal(entries(e), 3);
 }
 
@@ -497,6 +536,7 @@ int main(void)
 		T(test_total_lines_and_final_newline),
 		T(test_empty_file),
 		T(test_binary_summary),
+		T(test_large_file_and_the_sniff_boundary),
 		T(test_read_limits_and_refusals),
 		T(test_write_creates),
 		T(test_write_replaces_and_keeps_mode),

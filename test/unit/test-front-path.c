@@ -351,6 +351,10 @@ static void test_path_through_a_file(void **state)
 	refused(&e->policy, "file.txt/x", PATH_WRITE, FRONT_EXECUTION, "NOT_A_DIRECTORY");
 	refused(&e->policy, "in_link/x", PATH_READ, FRONT_EXECUTION, "NOT_A_DIRECTORY");
 	refused(&e->policy, "file.txt", PATH_DIR, FRONT_EXECUTION, "NOT_A_DIRECTORY");
+	refused(&e->policy, "file.txt/", PATH_READ, FRONT_EXECUTION, "NOT_A_FILE");
+	refused(&e->policy, "sub/", PATH_READ, FRONT_EXECUTION, "NOT_A_FILE");
+	refused(&e->policy, "sub/inner.c/.", PATH_WRITE, FRONT_EXECUTION, "NOT_A_FILE");
+	refused(&e->policy, "sub/deeper/..", PATH_WRITE, FRONT_EXECUTION, "NOT_A_FILE");
 }
 
 static void test_not_found_and_not_a_file(void **state)
