@@ -330,6 +330,24 @@ static void test_git_binary_and_links_are_skipped(void **state)
 	assert_int_equal(e->r.files_indexed, 3);
 }
 
+/* Binary means a NUL in the first 8 KiB, as git decides; one further on
+ * leaves a file text. */
+static void test_binary_is_decided_by_the_first_8_kib(void **state)
+{
+	struct env *e = *state;
+	static char text[20000];
+	memset(text, ' ', sizeof(text));
+	memcpy(text, "walrus\n", 7);
+	text[8500] = '\0';
+	write_file(e, "late-nul.txt", text, sizeof(text));
+	text[8500] = ' ';
+	text[100] = '\0';
+	write_file(e, "early-nul.txt", text, sizeof(text));
+	search_ok(e, "walrus");
+	assert_int_equal(e->r.nhits, 1);
+	assert_string_equal(e->r.hits[0].path, "late-nul.txt");
+}
+
 static void test_extension_list_is_respected(void **state)
 {
 	struct env *e = *state;
@@ -512,6 +530,7 @@ int main(void)
 		T(test_same_size_new_mtime_is_indexed_again),
 		T(test_deleted_file_is_removed),
 		T(test_git_binary_and_links_are_skipped),
+		T(test_binary_is_decided_by_the_first_8_kib),
 		T(test_extension_list_is_respected),
 		T(test_fts5_syntax_in_the_query_is_text),
 		T(test_empty_query_is_a_syntax_error),
