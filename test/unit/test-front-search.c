@@ -24,6 +24,8 @@
 
 #include <cmocka.h>
 
+#include <sqlite3.h>
+
 #include "search.h"
 
 /* ───────────────────────── helpers ───────────────────────── */
@@ -297,6 +299,34 @@ static void test_deleted_file_is_removed(void **state)
 	assert_true(found(e, "README.md"));
 }
 
+static void test_index_of_another_root_or_format_starts_again(void **state)
+{
+	struct env *e = *state;
+	struct path_policy other = e->p;
+	sqlite3 *db;
+
+	search_ok(e, "socket");
+	assert_int_equal(e->r.files_updated, 3);
+	/* The same index file given for another root (src/ alone). */
+	assert_true(strlen(e->p.root) + 4 < sizeof(other.root));
+	strcat(other.root, "/src");
+	other.root_fd = -1;
+	search_result_free(&e->r);
+	assert_int_equal(front_search(&other, &e->o, "socket", &e->r, &e->e), 0);
+	assert_int_equal(e->r.files_indexed, 2);
+	assert_int_equal(e->r.files_updated, 2);
+	assert_string_equal(e->r.hits[0].path, "net.c");
+	/* An index of another format. */
+	search_ok(e, "socket");
+	assert_int_equal(e->r.files_updated, 3);
+	assert_int_equal(sqlite3_open(e->index, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=99", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	search_ok(e, "socket");
+	assert_int_equal(e->r.files_updated, 3);
+	assert_true(found(e, "src/net.c"));
+}
+
 /* ───────────────────────── what is not indexed ───────────────────────── */
 
 static void test_git_binary_and_links_are_skipped(void **state)
@@ -529,6 +559,7 @@ int main(void)
 		T(test_modified_file_is_indexed_again),
 		T(test_same_size_new_mtime_is_indexed_again),
 		T(test_deleted_file_is_removed),
+		T(test_index_of_another_root_or_format_starts_again),
 		T(test_git_binary_and_links_are_skipped),
 		T(test_binary_is_decided_by_the_first_8_kib),
 		T(test_extension_list_is_respected),
