@@ -114,6 +114,22 @@ static const char *arg_string(struct json_object *args, const char *key, bool *b
 	return json_object_get_string(v);
 }
 
+/* args[key] as a path: a string without NUL (JSON may hold \u0000,
+ * which a C string would cut short). NULL and *e filled when bad. */
+static const char *arg_path(struct json_object *args, const char *key, bool *bad,
+			    struct front_error *e)
+{
+	struct json_object *v;
+
+	const char *p = arg_string(args, key, bad);
+	if (!p)
+		return NULL;
+	json_object_object_get_ex(args, key, &v);
+	if (path_check_bytes(p, (size_t)json_object_get_string_len(v), e) < 0)
+		return NULL;
+	return p;
+}
+
 static bool arg_bool(struct json_object *args, const char *key, bool dflt, bool *bad)
 {
 	struct json_object *v;
@@ -483,7 +499,10 @@ static struct json_object *tool_read_file(struct mcp_tools *T, struct json_objec
 	struct front_error e;
 	uint64_t start = monotonic_us();
 
-	rq.path = arg_string(args, "path", &bad);
+	e.code[0] = 0;
+	rq.path = arg_path(args, "path", &bad, &e);
+	if (e.code[0])
+		return tool_error(&e);
 	rq.offset = (uint64_t)arg_number(args, "offset", 0, 1e15, &bad);
 	rq.limit = (uint64_t)arg_number(args, "limit", 0, 1e15, &bad);
 	rq.from_end = arg_bool(args, "from_end", false, &bad);
@@ -532,10 +551,13 @@ static struct json_object *tool_write_file(struct mcp_tools *T, struct json_obje
 {
 	bool bad = false;
 	struct write_result w = {0};
-	struct front_error e;
+	struct front_error e = {.code = ""};
 	uint64_t start = monotonic_us();
-	const char *path = arg_string(args, "path", &bad);
+	const char *path = arg_path(args, "path", &bad, &e);
 	struct json_object *content;
+
+	if (e.code[0])
+		return tool_error(&e);
 	char text[PATH_MAX + 128];
 
 	if (!json_object_object_get_ex(args, "content", &content) ||
@@ -556,10 +578,13 @@ static struct json_object *tool_edit_file(struct mcp_tools *T, struct json_objec
 {
 	bool bad = false;
 	struct write_result w = {0};
-	struct front_error e;
+	struct front_error e = {.code = ""};
 	uint64_t start = monotonic_us();
-	const char *path = arg_string(args, "path", &bad);
+	const char *path = arg_path(args, "path", &bad, &e);
 	struct json_object *old, *new;
+
+	if (e.code[0])
+		return tool_error(&e);
 	char text[PATH_MAX + 128];
 
 	if (!json_object_object_get_ex(args, "old_string", &old) ||
