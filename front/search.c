@@ -496,7 +496,10 @@ static int visit_entry(struct indexer *ix, int at, const char *name, char *rel,
 {
 	struct stat st;
 
-	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, ".git") == 0)
+	/* Version control's store and installed packages: not the
+	 * workspace's own text, and often most of its files. */
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, ".git") == 0 ||
+	    strcmp(name, "node_modules") == 0)
 		return 0;
 	size_t n = strlen(name);
 	if (rel_len + n + 2 > PATH_MAX)
