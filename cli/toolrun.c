@@ -9,6 +9,8 @@
  *                                    (exit 0 intact, 1 broken, 2 unreadable)
  *   toolrun session VERB ...         persistent shells hosted by toolrund
  *                                    (session.c)
+ *   toolrun mcp [OPTIONS]            an MCP server on stdin and stdout
+ *                                    (mcp.c, docs/mcp.md)
  *   toolrun tags [OPTIONS] [FILE|-]  run the commands of a model's tagged
  *                                    text as it streams (tags.c)
  *
@@ -28,6 +30,7 @@
 #include "config.h"
 #include "connect.h"
 #include "frame.h"
+#include "mcp.h"
 #include "session.h"
 #include "tags.h"
 #include "sink.h"
@@ -44,6 +47,7 @@ static int usage(FILE *out, int code)
 		     "       toolrun run PROGRAM [ARGS...]\n"
 		     "       toolrun audit verify [FILE...]\n"
 		     "       toolrun session new|run|read|write|interrupt|close|list ...\n"
+		     "       toolrun mcp [--root DIR] [--session ID] [--extensions LIST] ...\n"
 		     "       toolrun tags [--root DIR] [--exec-enabled] [--json] [--passthrough]\n"
 		     "                    [--timeout S] [--extensions LIST] [--index PATH]\n"
 		     "                    [--session ID] [FILE|-]\n"
@@ -312,6 +316,8 @@ int main(int argc, char **argv)
 		return run(cfg, argv + 2);
 	if (strcmp(argv[1], "session") == 0)
 		return session_main(cfg, argc - 2, argv + 2);
+	if (strcmp(argv[1], "mcp") == 0)
+		return mcp_main(cfg, argc - 2, argv + 2);
 	if (strcmp(argv[1], "tags") == 0)
 		return tags_main(cfg, argc - 2, argv + 2);
 	return usage(stderr, 2);

@@ -139,32 +139,59 @@ static int make_dirs(char *dir, struct front_error *e)
 	}
 }
 
-/* $XDG_CACHE_HOME/toolrun/search-<16 hex of sha256(root)>.sqlite, or
- * under ~/.cache; its directories are made. A relative XDG_CACHE_HOME is
- * ignored, as the XDG spec says. */
-static int default_index_path(const char *root, char *out, size_t len, struct front_error *e)
+/* A directory for the index: made (0700) and writable, and for the one
+ * under /tmp, ours and no symlink (another user could have made it
+ * first). */
+static bool usable_dir(char *dir, bool shared_parent)
+{
+	struct front_error ignored;
+	struct stat st;
+
+	if (make_dirs(dir, &ignored) < 0 || access(dir, W_OK | X_OK) < 0)
+		return false;
+	return !shared_parent || (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+				  st.st_uid == getuid() && (st.st_mode & 077) == 0);
+}
+
+/* The first directory of $XDG_CACHE_HOME/toolrun, ~/.cache/toolrun and
+ * ${TMPDIR:-/tmp}/toolrun-cache-UID that can be used: a box's home may
+ * be read-only, its /tmp is not. A relative XDG_CACHE_HOME is ignored,
+ * as the XDG spec says. */
+static int index_dir(char *dir, size_t len, struct front_error *e)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME");
 	const char *home = getenv("HOME");
+	const char *tmp = getenv("TMPDIR");
+	int n;
+
+	n = xdg && xdg[0] == '/' ? snprintf(dir, len, "%s/toolrun", xdg) : -1;
+	if (n > 0 && (size_t)n < len && usable_dir(dir, false))
+		return 0;
+	n = home && home[0] == '/' ? snprintf(dir, len, "%s/.cache/toolrun", home) : -1;
+	if (n > 0 && (size_t)n < len && usable_dir(dir, false))
+		return 0;
+	n = snprintf(dir, len, "%s/toolrun-cache-%u", tmp && tmp[0] == '/' ? tmp : "/tmp",
+		     (unsigned)getuid());
+	if (n > 0 && (size_t)n < len && usable_dir(dir, true))
+		return 0;
+	return front_fail(e, FRONT_EXECUTION, "INDEX_ERROR",
+			  "search: no place for the index: $XDG_CACHE_HOME/toolrun, "
+			  "~/.cache/toolrun and %s cannot be used; give an index path (--index)",
+			  dir);
+}
+
+/* <index_dir>/search-<16 hex of sha256(root)>.sqlite. */
+static int default_index_path(const char *root, char *out, size_t len, struct front_error *e)
+{
 	char dir[PATH_MAX];
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned mdlen = 0;
-	int n;
 
-	if (xdg && xdg[0] == '/')
-		n = snprintf(dir, sizeof(dir), "%s/toolrun", xdg);
-	else if (home && home[0] == '/')
-		n = snprintf(dir, sizeof(dir), "%s/.cache/toolrun", home);
-	else
-		return front_fail(e, FRONT_EXECUTION, "INDEX_ERROR",
-				  "search: no index path: neither XDG_CACHE_HOME nor HOME is set");
-	if (n < 0 || (size_t)n >= sizeof(dir))
-		return front_fail(e, FRONT_EXECUTION, "INDEX_ERROR", "%s: path too long", dir);
 	if (!EVP_Digest(root, strlen(root), md, &mdlen, EVP_sha256(), NULL) || mdlen < 8)
 		return front_fail(e, FRONT_INTERNAL, "SHA256", "search: sha256 of %s failed", root);
-	if (make_dirs(dir, e) < 0)
+	if (index_dir(dir, sizeof(dir), e) < 0)
 		return -1;
-	n = snprintf(out, len, "%s/search-", dir);
+	int n = snprintf(out, len, "%s/search-", dir);
 	for (unsigned i = 0; i < 8 && n > 0 && (size_t)n + 2 < len; i++)
 		n += snprintf(out + n, len - (size_t)n, "%02x", md[i]);
 	if (n < 0 || (size_t)n + sizeof(".sqlite") > len)
@@ -482,7 +509,10 @@ static int visit_entry(struct indexer *ix, int at, const char *name, char *rel,
 {
 	struct stat st;
 
-	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, ".git") == 0)
+	/* Version control's store and installed packages: not the
+	 * workspace's own text, and often most of its files. */
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, ".git") == 0 ||
+	    strcmp(name, "node_modules") == 0)
 		return 0;
 	size_t n = strlen(name);
 	if (rel_len + n + 2 > PATH_MAX)

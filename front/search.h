@@ -3,7 +3,7 @@
  * FTS5 and bm25. The index lives on disk and is brought up to date on
  * each query: files whose mtime or size changed are indexed again, new
  * ones added, vanished ones dropped. Files that are not text, larger
- * than SEARCH_MAX_FILE_BYTES, under a directory named .git, or not in
+ * than SEARCH_MAX_FILE_BYTES, under a directory named .git or node_modules, or not in
  * the path policy's extension list are not indexed.
  *
  * Files are indexed in chunks of a few dozen lines; a hit is a chunk,
