@@ -186,6 +186,18 @@ int sess_client_record(struct sess_client *c, const struct front_record *r, char
 	return 0;
 }
 
+bool sess_parse_seconds(const char *s, uint32_t *ms)
+{
+	char *end;
+
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0) || v * 1000 > SESS_MAX_TIMEOUT_MS)
+		return false;
+	*ms = (uint32_t)(v * 1000 + 0.5);
+	return true;
+}
+
 /* ------------------------------------------------------------------ */
 /* What a reply says                                                   */
 

@@ -65,6 +65,10 @@ struct front_record {
 int sess_client_record(struct sess_client *c, const struct front_record *r, char *why,
 		       size_t len);
 
+/* "1.5" seconds as milliseconds, from 0 to SESS_MAX_TIMEOUT_MS: the
+ * --timeout of the CLI's verbs. */
+bool sess_parse_seconds(const char *s, uint32_t *ms);
+
 /* "idle", "running", "waiting_input", "done", "closed". */
 const char *sess_state_name(Toolrun__SessionState s);
 /* "bad_message", "not_found", "busy", "internal", "error". */

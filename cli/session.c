@@ -78,18 +78,6 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 	return EXIT_USAGE;
 }
 
-/* "1.5" seconds as milliseconds, within the protocol's limit. */
-static bool parse_seconds(const char *s, uint32_t *ms)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= 0) || v * 1000 > SESS_MAX_TIMEOUT_MS)
-		return false;
-	*ms = (uint32_t)(v * 1000 + 0.5);
-	return true;
-}
-
 static bool verb_takes_id(const char *verb)
 {
 	return strcmp(verb, "new") != 0 && strcmp(verb, "list") != 0;
@@ -118,7 +106,7 @@ static int parse_args(int argc, char **argv, struct session_args *a)
 		} else if (strcmp(o, "-n") == 0) {
 			a->no_newline = true;
 		} else if (strcmp(o, "--timeout") == 0 && has_value) {
-			if (!parse_seconds(argv[++i], &a->timeout_ms))
+			if (!sess_parse_seconds(argv[++i], &a->timeout_ms))
 				return usage_error("--timeout %s: not a number of seconds from 0 to 3600",
 						   argv[i]);
 			a->has_timeout = true;

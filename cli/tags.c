@@ -108,17 +108,6 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 
 /* ───────────────────────── options ───────────────────────── */
 
-static bool parse_timeout(const char *s, uint32_t *ms)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !(v > 0) || v * 1000 > SESS_MAX_TIMEOUT_MS)
-		return false;
-	*ms = (uint32_t)(v * 1000 + 0.5);
-	return true;
-}
-
 static int parse_args(int argc, char **argv, struct tags_opts *o)
 {
 	*o = (struct tags_opts){.root = ".", .timeout_ms = DEFAULT_TIMEOUT_MS};
@@ -140,7 +129,7 @@ static int parse_args(int argc, char **argv, struct tags_opts *o)
 		} else if (strcmp(a, "--session") == 0 && has_value) {
 			o->session = argv[++i];
 		} else if (strcmp(a, "--timeout") == 0 && has_value) {
-			if (!parse_timeout(argv[++i], &o->timeout_ms))
+			if (!sess_parse_seconds(argv[++i], &o->timeout_ms) || !o->timeout_ms)
 				return usage_error("--timeout %s: not a number of seconds "
 						   "above 0 and up to 3600", argv[i]);
 		} else if (a[0] == '-' && a[1]) {
