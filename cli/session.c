@@ -33,21 +33,15 @@
 
 #include <json-c/json.h>
 
-#include "connect.h"
-#include "jsontext.h"
+#include "sessclient.h"
 #include "toolrun.pb-c.h"
 #include "util.h"
-#include "wire.h"
 
 extern char **environ;
 
 #define EXIT_STILL_RUNNING 124
 #define EXIT_REFUSED 125
 #define EXIT_USAGE 2
-/* The longest wait a call may ask for (toolrun.proto). */
-#define MAX_TIMEOUT_MS 3600000u
-/* How long toolrund may take past the call's own wait. */
-#define ANSWER_GRACE_S 10
 
 struct session_args {
 	const char *verb;
@@ -90,7 +84,7 @@ static bool parse_seconds(const char *s, uint32_t *ms)
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= 0) || v * 1000 > MAX_TIMEOUT_MS)
+	if (errno || end == s || *end || !(v >= 0) || v * 1000 > SESS_MAX_TIMEOUT_MS)
 		return false;
 	*ms = (uint32_t)(v * 1000 + 0.5);
 	return true;
@@ -150,186 +144,13 @@ static int parse_args(int argc, char **argv, struct session_args *a)
 }
 
 /* ------------------------------------------------------------------ */
-/* One call                                                            */
-
-/* A connection that has said Hello (version 2); -1 after a line on
- * stderr. */
-static int open_connection(const struct config *cfg)
-{
-	char why[512];
-	const char *where = cfg->socket;
-	int fd = connect_daemon(cfg, cfg->wait_daemon_s, &where, why, sizeof(why));
-	if (fd < 0) {
-		fprintf(stderr, "toolrun: %s\n", why);
-		return -1;
-	}
-	Toolrun__Hello h = TOOLRUN__HELLO__INIT;
-	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
-	h.protocol_version = TOOLRUN__VERSION__VERSION_2;
-	h.software = (char *)"toolrun " TOOLRUN_VERSION;
-	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
-	m.hello = &h;
-	int r = wire_send(fd, &m, -1);
-	if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
-		fprintf(stderr, "toolrun: cannot send to toolrund: %s\n", errno_text(r));
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* One call on the connection (attach: an fd for the frame, or -1); the
- * reply, or NULL after a line on stderr. */
-static Toolrun__ServerMessage *call(int fd, struct frame_reader *rd, Toolrun__SessionCall *sc,
-				    int attach)
-{
-	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
-	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_SESSION_CALL;
-	m.session_call = sc;
-	int r = wire_send(fd, &m, attach);
-	/* A daemon that refuses says why, then closes: read it. */
-	if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
-		fprintf(stderr, "toolrun: cannot send to toolrund: %s\n", errno_text(r));
-		return NULL;
-	}
-	return wire_receive(fd, rd, (int)(sc->timeout_ms / 1000) + ANSWER_GRACE_S,
-			    TOOLRUN__SERVER_MESSAGE__MSG_SESSION_REPLY);
-}
-
-/* Append b to *acc (for a reply in several parts). */
-static bool gather(ProtobufCBinaryData *acc, ProtobufCBinaryData b)
-{
-	if (!b.len)
-		return true;
-	uint8_t *p = realloc(acc->data, acc->len + b.len);
-	if (!p)
-		return false;
-	memcpy(p + acc->len, b.data, b.len);
-	acc->data = p;
-	acc->len += b.len;
-	return true;
-}
-
-/* ------------------------------------------------------------------ */
 /* Answers                                                             */
-
-static const char *state_name(Toolrun__SessionState s)
-{
-	switch (s) {
-	case TOOLRUN__SESSION_STATE__SESSION_STATE_IDLE: return "idle";
-	case TOOLRUN__SESSION_STATE__SESSION_STATE_RUNNING: return "running";
-	case TOOLRUN__SESSION_STATE__SESSION_STATE_WAITING_INPUT: return "waiting_input";
-	case TOOLRUN__SESSION_STATE__SESSION_STATE_DONE: return "done";
-	case TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED: return "closed";
-	case TOOLRUN__SESSION_STATE__SESSION_STATE_UNSPECIFIED:
-	default: return "unknown";
-	}
-}
-
-static const char *error_name(Toolrun__ErrorCode c)
-{
-	switch (c) {
-	case TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE: return "bad_message";
-	case TOOLRUN__ERROR_CODE__ERROR_NOT_ALLOWED: return "not_found";
-	case TOOLRUN__ERROR_CODE__ERROR_BUSY: return "busy";
-	case TOOLRUN__ERROR_CODE__ERROR_INTERNAL: return "internal";
-	default: return "error";
-	}
-}
-
-static struct json_object *bytes_json(ProtobufCBinaryData b)
-{
-	return json_text(b.data, b.len);
-}
-
-static void add_stream(struct json_object *o, const char *name, const Toolrun__StreamStats *st)
-{
-	char key[64];
-
-	snprintf(key, sizeof(key), "%s_dropped_bytes", name);
-	json_object_object_add(o, key, json_object_new_uint64(st ? st->bytes_dropped : 0));
-	snprintf(key, sizeof(key), "%s_dropped_lines", name);
-	json_object_object_add(o, key, json_object_new_uint64(st ? st->lines_dropped : 0));
-	snprintf(key, sizeof(key), "%s_spill", name);
-	json_object_object_add(o, key,
-			       st && st->spill_path && st->spill_path[0]
-				       ? json_object_new_string(st->spill_path)
-				       : NULL);
-}
-
-static void add_exit(struct json_object *o, const Toolrun__Exit *e)
-{
-	bool sig = e && e->status_case == TOOLRUN__EXIT__STATUS_SIGNAL;
-	char name[32] = "";
-
-	if (sig)
-		snprintf(name, sizeof(name), "SIG%s",
-			 sigabbrev_np(e->signal) ? sigabbrev_np(e->signal) : "UNKNOWN");
-	json_object_object_add(o, "exit_code",
-			       e && !sig ? json_object_new_int(e->code) : NULL);
-	json_object_object_add(o, "signal", sig ? json_object_new_string(name) : NULL);
-	json_object_object_add(o, "duration_ms",
-			       e ? json_object_new_uint64(e->duration_us / 1000) : NULL);
-	add_stream(o, "stdout", e ? e->stdout_stats : NULL);
-	add_stream(o, "stderr", e ? e->stderr_stats : NULL);
-}
-
-static struct json_object *reply_json(const Toolrun__SessionReply *r)
-{
-	struct json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "session", json_object_new_string(r->session));
-	if (r->error) {
-		json_object_object_add(o, "error", json_object_new_string(error_name(r->error)));
-		json_object_object_add(o, "message", json_object_new_string(r->message));
-		return o;
-	}
-	json_object_object_add(o, "state", json_object_new_string(state_name(r->state)));
-	json_object_object_add(o, "command_number", json_object_new_uint64(r->command_number));
-	json_object_object_add(o, "stdout", bytes_json(r->stdout));
-	json_object_object_add(o, "stderr", bytes_json(r->stderr));
-	add_exit(o, r->exit);
-	json_object_object_add(o, "message",
-			       r->message[0] ? json_object_new_string(r->message) : NULL);
-	return o;
-}
-
-static struct json_object *info_json(const Toolrun__SessionInfo *s)
-{
-	struct json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "session", json_object_new_string(s->session));
-	json_object_object_add(o, "tty", json_object_new_boolean(s->tty));
-	json_object_object_add(o, "state", json_object_new_string(state_name(s->state)));
-	json_object_object_add(o, "pid", json_object_new_int(s->pid));
-	json_object_object_add(o, "cwd", bytes_json(s->cwd));
-	json_object_object_add(o, "command", bytes_json(s->command));
-	json_object_object_add(o, "commands", json_object_new_uint64(s->commands));
-	json_object_object_add(o, "age_ms", json_object_new_uint64(s->age_ms));
-	json_object_object_add(o, "idle_ms", json_object_new_uint64(s->idle_ms));
-	return o;
-}
 
 static void print_json(struct json_object *o)
 {
 	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 						       JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
-}
-
-/* The exit status for a command's reply. */
-static int command_status(const Toolrun__SessionReply *r)
-{
-	const Toolrun__Exit *e = r->exit;
-
-	if (r->state == TOOLRUN__SESSION_STATE__SESSION_STATE_RUNNING ||
-	    r->state == TOOLRUN__SESSION_STATE__SESSION_STATE_WAITING_INPUT)
-		return EXIT_STILL_RUNNING;
-	if (!e)
-		return r->state == TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED ? EXIT_REFUSED : 0;
-	if (e->status_case == TOOLRUN__EXIT__STATUS_SIGNAL)
-		return 128 + e->signal;
-	return e->code;
 }
 
 /* What the person at the terminal reads after the output. */
@@ -364,14 +185,14 @@ static int show_reply(const Toolrun__SessionReply *r, const struct session_args 
 {
 	if (r->error) {
 		if (a->json)
-			print_json(reply_json(r));
+			print_json(sess_reply_json(r));
 		else
 			fprintf(stderr, "toolrun: session %s: %s\n", r->session[0] ? r->session : "-",
 				r->message);
 		return EXIT_REFUSED;
 	}
 	if (a->json) {
-		print_json(reply_json(r));
+		print_json(sess_reply_json(r));
 	} else {
 		write_all(STDOUT_FILENO, r->stdout.data, r->stdout.len);
 		write_all(STDERR_FILENO, r->stderr.data, r->stderr.len);
@@ -380,7 +201,7 @@ static int show_reply(const Toolrun__SessionReply *r, const struct session_args 
 	/* close did what it was asked, whatever the command it ended. */
 	if (strcmp(a->verb, "close") == 0)
 		return r->state == TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED ? 0 : EXIT_REFUSED;
-	return command_status(r);
+	return sess_command_status(r);
 }
 
 /* ------------------------------------------------------------------ */
@@ -433,7 +254,7 @@ static int show_list(const Toolrun__SessionReply *r, const struct session_args *
 	if (a->json) {
 		struct json_object *o = json_object_new_object(), *list = json_object_new_array();
 		for (size_t i = 0; i < r->n_sessions; i++)
-			json_object_array_add(list, info_json(r->sessions[i]));
+			json_object_array_add(list, sess_info_json(r->sessions[i]));
 		json_object_object_add(o, "sessions", list);
 		print_json(o);
 		return 0;
@@ -441,7 +262,7 @@ static int show_list(const Toolrun__SessionReply *r, const struct session_args *
 	for (size_t i = 0; i < r->n_sessions; i++) {
 		const Toolrun__SessionInfo *s = r->sessions[i];
 		printf("%s\t%s\t%s\tpid %d\t%llu commands\tidle %llu s\t%.*s\n", s->session,
-		       s->tty ? "tty" : "pipes", state_name(s->state), s->pid,
+		       s->tty ? "tty" : "pipes", sess_state_name(s->state), s->pid,
 		       (unsigned long long)s->commands, (unsigned long long)(s->idle_ms / 1000),
 		       (int)s->cwd.len, s->cwd.data ? (const char *)s->cwd.data : "");
 	}
@@ -518,48 +339,36 @@ static int fill_call(struct session_args *a, Toolrun__SessionCall *sc, char **ow
 	return 0;
 }
 
-/* Show sm (which it frees), fetching the rest of a reply in parts. */
-static int show_answer(int fd, struct frame_reader *rd, Toolrun__ServerMessage *sm,
-		       const struct session_args *a, Toolrun__SessionOp op)
+static int show_answer(const Toolrun__SessionReply *reply, const struct session_args *a,
+		       Toolrun__SessionOp op)
 {
-	Toolrun__SessionReply *reply = sm->session_reply;
-	ProtobufCBinaryData out = {0}, err = {0};
-	bool parts = false;
-	int r;
-
-	/* Fetch the rest first: the answer shows the state of its last part.
-	 * A part that cannot be fetched ends it with what came. */
-	for (int n = 0; reply->more && !reply->error && n < 256; n++) {
-		Toolrun__SessionCall more = TOOLRUN__SESSION_CALL__INIT;
-		more.op = TOOLRUN__SESSION_OP__SESSION_OP_READ;
-		more.session = reply->session;
-		Toolrun__ServerMessage *next = call(fd, rd, &more, -1);
-		if (!next || !gather(&out, reply->stdout) || !gather(&err, reply->stderr)) {
-			if (next)
-				toolrun__server_message__free_unpacked(next, NULL);
-			break;
-		}
-		toolrun__server_message__free_unpacked(sm, NULL);
-		sm = next;
-		reply = sm->session_reply;
-		parts = true;
-	}
-	ProtobufCBinaryData own_out = reply->stdout, own_err = reply->stderr;
-	if (parts && gather(&out, own_out) && gather(&err, own_err)) {
-		reply->stdout = out;
-		reply->stderr = err;
-	}
 	if (op == TOOLRUN__SESSION_OP__SESSION_OP_NEW)
-		r = show_new(reply, a);
-	else if (op == TOOLRUN__SESSION_OP__SESSION_OP_LIST)
-		r = show_list(reply, a);
-	else
-		r = show_reply(reply, a);
-	reply->stdout = own_out;
-	reply->stderr = own_err;
-	free(out.data);
-	free(err.data);
-	toolrun__server_message__free_unpacked(sm, NULL);
+		return show_new(reply, a);
+	if (op == TOOLRUN__SESSION_OP__SESSION_OP_LIST)
+		return show_list(reply, a);
+	return show_reply(reply, a);
+}
+
+/* The call, on a connection of its own. */
+static int call_once(const struct config *cfg, Toolrun__SessionCall *sc, int attach,
+		     const struct session_args *a)
+{
+	struct sess_client c;
+	struct sess_answer ans;
+	char why[512];
+	int r = EXIT_REFUSED;
+
+	if (sess_client_open(&c, cfg, why, sizeof(why)) < 0) {
+		fprintf(stderr, "toolrun: %s\n", why);
+		return EXIT_REFUSED;
+	}
+	if (sess_client_call(&c, sc, attach, &ans, why, sizeof(why)) < 0) {
+		fprintf(stderr, "toolrun: %s\n", why);
+	} else {
+		r = show_answer(ans.reply, a, sc->op);
+		sess_answer_free(&ans);
+	}
+	sess_client_close(&c);
 	return r;
 }
 
@@ -586,21 +395,11 @@ int session_main(const struct config *cfg, int argc, char **argv)
 			return EXIT_REFUSED;
 		}
 	}
-	int fd = open_connection(cfg);
-	static uint8_t payload[FRAME_MAX_SERVER_PAYLOAD];
-	struct frame_reader rd = {
-		.max_payload = FRAME_MAX_SERVER_PAYLOAD,
-		.payload = payload,
-		.payload_cap = sizeof(payload),
-	};
-	Toolrun__ServerMessage *sm = fd >= 0 ? call(fd, &rd, &sc, cwd_fd) : NULL;
+	r = call_once(cfg, &sc, cwd_fd, &a);
 	if (cwd_fd >= 0)
 		close(cwd_fd);
 	free(owned);
 	free(env);
 	free(a.env);
-	r = sm ? show_answer(fd, &rd, sm, &a, sc.op) : EXIT_REFUSED;
-	if (fd >= 0)
-		close(fd);
 	return r;
 }

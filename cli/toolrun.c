@@ -9,6 +9,8 @@
  *                                    (exit 0 intact, 1 broken, 2 unreadable)
  *   toolrun session VERB ...         persistent shells hosted by toolrund
  *                                    (session.c)
+ *   toolrun mcp [OPTIONS]            an MCP server on stdin and stdout
+ *                                    (mcp.c, docs/mcp.md)
  *
  * `run` sends PROGRAM as it is (no PATH search, no local checks): what
  * the daemon answers is what you see, including its refusals. The config
@@ -26,6 +28,7 @@
 #include "config.h"
 #include "connect.h"
 #include "frame.h"
+#include "mcp.h"
 #include "session.h"
 #include "sink.h"
 #include "toolrun.pb-c.h"
@@ -41,6 +44,7 @@ static int usage(FILE *out, int code)
 		     "       toolrun run PROGRAM [ARGS...]\n"
 		     "       toolrun audit verify [FILE...]\n"
 		     "       toolrun session new|run|read|write|interrupt|close|list ...\n"
+		     "       toolrun mcp [--root DIR] [--session ID] [--extensions LIST] ...\n"
 		     "\n"
 		     "audit verify checks the audit log's hash chain: with one FILE, FILE and\n"
 		     "its rotated files (FILE.N ... FILE.1) as one chain, oldest first; with\n"
@@ -104,7 +108,10 @@ static Toolrun__ServerMessage *ask(const struct config *cfg, Toolrun__ClientMess
 		.payload = payload,
 		.payload_cap = sizeof(payload),
 	};
-	Toolrun__ServerMessage *sm = wire_receive(fd, &rd, wait_s ? (int)wait_s : 5, expect);
+	Toolrun__ServerMessage *sm =
+		wire_receive(fd, &rd, wait_s ? (int)wait_s : 5, expect, why, sizeof(why));
+	if (!sm)
+		fprintf(stderr, "toolrun: %s\n", why);
 	close(fd);
 	return sm;
 }
@@ -303,5 +310,7 @@ int main(int argc, char **argv)
 		return run(cfg, argv + 2);
 	if (strcmp(argv[1], "session") == 0)
 		return session_main(cfg, argc - 2, argv + 2);
+	if (strcmp(argv[1], "mcp") == 0)
+		return mcp_main(cfg, argc - 2, argv + 2);
 	return usage(stderr, 2);
 }

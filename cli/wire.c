@@ -33,19 +33,19 @@ static bool readable_within(int fd, int wait_s)
 }
 
 Toolrun__ServerMessage *wire_receive(int fd, struct frame_reader *rd, int wait_s,
-				     Toolrun__ServerMessage__MsgCase expect)
+				     Toolrun__ServerMessage__MsgCase expect, char *why, size_t len)
 {
 	for (;;) {
 		int r = frame_reader_read(rd, fd);
 		if (r == FRAME_READ_AGAIN) {
 			if (!readable_within(fd, wait_s)) {
-				fprintf(stderr, "toolrun: toolrund did not answer within %d s\n", wait_s);
+				snprintf(why, len, "toolrund did not answer within %d s", wait_s);
 				return NULL;
 			}
 			continue;
 		}
 		if (r != FRAME_READ_READY) {
-			fprintf(stderr, "toolrun: toolrund closed the connection: %s\n",
+			snprintf(why, len, "toolrund closed the connection: %s",
 				r == FRAME_READ_EOF ? "end of stream" : errno_text(r));
 			return NULL;
 		}
@@ -53,18 +53,18 @@ Toolrun__ServerMessage *wire_receive(int fd, struct frame_reader *rd, int wait_s
 			toolrun__server_message__unpack(NULL, rd->h.length, rd->payload);
 		frame_reader_next(rd);
 		if (!sm) {
-			fprintf(stderr, "toolrun: undecodable answer from toolrund\n");
+			snprintf(why, len, "undecodable answer from toolrund");
 			return NULL;
 		}
 		if (sm->msg_case == TOOLRUN__SERVER_MESSAGE__MSG_ERROR) {
-			fprintf(stderr, "toolrun: toolrund refused: %s\n", sm->error->message);
+			snprintf(why, len, "toolrund refused: %s", sm->error->message);
 			toolrun__server_message__free_unpacked(sm, NULL);
 			return NULL;
 		}
 		if (sm->msg_case == expect)
 			return sm;
 		if (sm->msg_case != TOOLRUN__SERVER_MESSAGE__MSG_HELLO) {
-			fprintf(stderr, "toolrun: unexpected answer from toolrund\n");
+			snprintf(why, len, "unexpected answer from toolrund");
 			toolrun__server_message__free_unpacked(sm, NULL);
 			return NULL;
 		}

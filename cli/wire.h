@@ -13,10 +13,11 @@
 int wire_send(int fd, Toolrun__ClientMessage *m, int attach);
 
 /* The next message from toolrund other than Hello, of the kind expected,
- * waiting at most wait_s seconds for it. NULL after one line on stderr
- * saying why: no answer, a closed connection, an undecodable frame,
- * toolrund's Error, or another kind of answer. */
+ * waiting at most wait_s seconds for it. NULL with one line in why
+ * saying what happened: no answer, a closed connection, an undecodable
+ * frame, toolrund's Error, or another kind of answer. */
 Toolrun__ServerMessage *wire_receive(int fd, struct frame_reader *rd, int wait_s,
-				     Toolrun__ServerMessage__MsgCase expect);
+				     Toolrun__ServerMessage__MsgCase expect, char *why,
+				     size_t len);
 
 #endif

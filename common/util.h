@@ -80,6 +80,9 @@ const char *errno_text(int err);
 /* CLOCK_MONOTONIC in milliseconds and in microseconds: the one clock of
  * every timer, deadline and duration (async-signal-safe). */
 int64_t monotonic_ms(void);
+/* CLOCK_REALTIME in milliseconds since the epoch: for records that say
+ * when (the audit log), never for durations. */
+int64_t wall_ms(void);
 
 /* A directory stream for path, opened from dirfd with flags (O_DIRECTORY
  * and O_CLOEXEC are added); with path "", one of its own over dirfd (a

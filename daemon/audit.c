@@ -130,11 +130,43 @@ static bool outcome(struct json_object *o, const struct audit_record *r)
 	return !r->core_dumped || add(o, "core_dumped", json_object_new_boolean(1));
 }
 
+/* The line for o (which it frees), or NULL. */
+static char *finish(struct json_object *o, bool ok)
+{
+	char *line = NULL;
+
+	if (ok) {
+		const char *s = json_object_to_json_string_ext(
+			o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+		line = s ? strdup(s) : NULL;
+	}
+	json_object_put(o);
+	return line;
+}
+
+char *audit_format_front(const struct audit_front *f)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	bool ok = add(o, "time", timestamp(f->start_ms)) &&
+		  add(o, "kind", json_object_new_string("front")) &&
+		  add(o, "uid", json_object_new_uint64(f->uid)) &&
+		  add(o, "caller_pid", json_object_new_int(f->caller_pid)) &&
+		  add(o, "front", cstring(f->front)) && add(o, "tool", cstring(f->tool)) &&
+		  add(o, "target", json_text(f->target, f->target ? f->target_len : 0)) &&
+		  add(o, "ok", json_object_new_boolean(f->ok)) &&
+		  (f->ok || add(o, "error", cstring(f->error_code))) &&
+		  add(o, "bytes", json_object_new_uint64(f->bytes)) &&
+		  add(o, "duration_ms", duration_ms(f->duration_us));
+	return finish(o, ok);
+}
+
 char *audit_format(const struct audit_record *r)
 {
 	struct json_object *o = json_object_new_object();
 	const char *kind = r->kind ? r->kind : r->tool ? "tool" : "command";
-	char *line = NULL;
 
 	if (!o)
 		return NULL;
@@ -154,11 +186,5 @@ char *audit_format(const struct audit_record *r)
 		  add(o, "duration_ms", duration_ms(r->duration_us)) &&
 		  add(o, "stdout", stream(&r->out[0])) &&
 		  add(o, "stderr", stream(&r->out[1]));
-	if (ok) {
-		const char *s = json_object_to_json_string_ext(
-			o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-		line = s ? strdup(s) : NULL;
-	}
-	json_object_put(o);
-	return line;
+	return finish(o, ok);
 }

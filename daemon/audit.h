@@ -45,6 +45,22 @@ struct audit_record {
 /* The record as one JSON object without a newline (malloc'd), or NULL. */
 char *audit_format(const struct audit_record *r);
 
+/* A front end's call that ran no program (toolrun.proto: FrontRecord),
+ * with who made it as toolrund saw the connection. */
+struct audit_front {
+	int64_t start_ms;        /* wall clock when it arrived, ms since the epoch */
+	uint32_t uid;
+	int32_t caller_pid;
+	const char *front, *tool;
+	const uint8_t *target; size_t target_len;
+	bool ok;
+	const char *error_code;  /* when not ok */
+	uint64_t bytes, duration_us;
+};
+
+/* The record as one JSON object of kind "front" (malloc'd), or NULL. */
+char *audit_format_front(const struct audit_front *f);
+
 /* For tests and messages: "SIGKILL", "SIGRTMIN+3", or "SIG99" for a
  * number without a name. buf holds at least 16 bytes. */
 const char *audit_signal_name(int signo, char *buf, size_t len);

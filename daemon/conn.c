@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "log.h"
 #include "policy.h"
 #include "reply.h"
@@ -355,6 +356,21 @@ static void peer_reply(struct session_peer *p, const Toolrun__SessionReply *r)
 
 static const struct session_peer_ops conn_peer_ops = {.reply = peer_reply};
 
+/* A connection that made a session call or sent a front record is a
+ * front end's: it lasts as long as its client keeps it. */
+static void conn_become_session(struct conn *c)
+{
+	if (c->state == CONN_SESSION)
+		return;
+	timer_cancel(c->C->loop, &c->deadline);
+	c->state = CONN_SESSION;
+	c->peer.ops = &conn_peer_ops;
+	c->peer.who = (struct job_caller){
+		.uid = c->uid, .gid = c->gid, .groups = c->groups, .ngroups = c->ngroups,
+		.pid = c->pid,
+	};
+}
+
 /* A SessionCall: the connection serves session calls from now on, for
  * as long as its client keeps it, one call at a time. */
 static void conn_session_call(struct conn *c, const Toolrun__SessionCall *call)
@@ -377,18 +393,47 @@ static void conn_session_call(struct conn *c, const Toolrun__SessionCall *call)
 			    "a session call carries at most one fd (NEW's directory)");
 		return;
 	}
-	if (c->state != CONN_SESSION) {
-		timer_cancel(C->loop, &c->deadline);
-		c->state = CONN_SESSION;
-		c->peer.ops = &conn_peer_ops;
-		c->peer.who = (struct job_caller){
-			.uid = c->uid, .gid = c->gid, .groups = c->groups, .ngroups = c->ngroups,
-			.pid = c->pid,
-		};
-	}
+	conn_become_session(c);
 	c->reader.nfds = 0; /* the session's now */
 	C->fds_held -= nfds;
 	sessions_call(C->sessions, &c->peer, call, nfds ? c->fds[0] : -1);
+}
+
+/* A front end's audit record: checked, then one line in the log. */
+static void conn_front_record(struct conn *c, const Toolrun__FrontRecord *r)
+{
+	char why[256];
+
+	if (c->version < TOOLRUN__VERSION__VERSION_2) {
+		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_UNEXPECTED_MESSAGE,
+			    "FrontRecord needs protocol version 2");
+		return;
+	}
+	if (!policy_front_record(r, why, sizeof(why))) {
+		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_MESSAGE, "FrontRecord: %s", why);
+		return;
+	}
+	conn_become_session(c);
+	struct audit_front f = {
+		.start_ms = wall_ms(),
+		.uid = c->uid,
+		.caller_pid = c->pid,
+		.front = r->front,
+		.tool = r->tool,
+		.target = r->target.data,
+		.target_len = r->target.len,
+		.ok = r->ok,
+		.error_code = r->error_code,
+		.bytes = r->bytes,
+		.duration_us = r->duration_us,
+	};
+	char *line = audit_format_front(&f);
+	if (!line) {
+		log_error("out of memory for a front end's audit record");
+		return;
+	}
+	order_audit(c->C->jobs->orders, line);
+	free(line);
 }
 
 /* Hello: the versions this daemon speaks are 1 and 2. */
@@ -422,6 +467,11 @@ static void conn_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m
 		conn_session_call(c, m->session_call);
 		return;
 	}
+	if (m->msg_case == TOOLRUN__CLIENT_MESSAGE__MSG_FRONT_RECORD &&
+	    (c->state == CONN_REQUEST || c->state == CONN_SESSION)) {
+		conn_front_record(c, m->front_record);
+		return;
+	}
 	switch (c->state) {
 	case CONN_HELLO:
 		if (m->msg_case != TOOLRUN__CLIENT_MESSAGE__MSG_HELLO) {
@@ -433,7 +483,7 @@ static void conn_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m
 		return;
 	case CONN_SESSION:
 		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_UNEXPECTED_MESSAGE,
-			    "only session calls may follow a session call");
+			    "only session calls and front records may follow a session call");
 		return;
 	case CONN_REQUEST:
 		if (m->msg_case == TOOLRUN__CLIENT_MESSAGE__MSG_PING) {

@@ -127,9 +127,7 @@ static struct job *job_new(struct jobs *J, const struct job_caller *who,
 	j->caller_pid = who->pid;
 	j->command = req->command;
 	j->command_job = req->command ? 0 : command_of(req);
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	j->start_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	j->start_ms = wall_ms();
 	for (int i = 0; i < 2; i++)
 		j->out[i] = (struct job_stream){.job = j, .fd = -1, .ev.fd = -1,
 						.spill.fd = -1};

@@ -41,6 +41,8 @@ static bool has_unknown_fields(const Toolrun__ClientMessage *m)
 	case TOOLRUN__CLIENT_MESSAGE__MSG_PING: inner = &m->ping->base; break;
 	case TOOLRUN__CLIENT_MESSAGE__MSG_READER_GONE: inner = &m->reader_gone->base; break;
 	case TOOLRUN__CLIENT_MESSAGE__MSG_RELOAD: inner = &m->reload->base; break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG_SESSION_CALL: inner = &m->session_call->base; break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG_FRONT_RECORD: inner = &m->front_record->base; break;
 	case TOOLRUN__CLIENT_MESSAGE__MSG__NOT_SET:
 	default: break;
 	}
@@ -439,4 +441,35 @@ bool policy_session_call(const Toolrun__SessionCall *c, unsigned nfds, char *why
 		return false;
 	}
 	return session_op_fields_ok(c, why, len);
+}
+
+/* 1 to 32 characters, each in set. */
+static bool word_of(const char *w, const char *set)
+{
+	size_t n = strlen(w);
+	return n >= 1 && n <= 32 && strspn(w, set) == n;
+}
+
+bool policy_front_record(const Toolrun__FrontRecord *r, char *why, size_t len)
+{
+	if (strcmp(r->front, "mcp") != 0 && strcmp(r->front, "tags") != 0) {
+		snprintf(why, len, "front end \"%.32s\": expected mcp or tags", r->front);
+		return false;
+	}
+	if (!word_of(r->tool, "abcdefghijklmnopqrstuvwxyz_")) {
+		snprintf(why, len, "tool name: 1 to 32 of a-z and '_'");
+		return false;
+	}
+	if (r->target.len > POLICY_FRONT_TARGET_MAX) {
+		snprintf(why, len, "target of %zu bytes: at most %u", r->target.len,
+			 POLICY_FRONT_TARGET_MAX);
+		return false;
+	}
+	if (r->ok ? r->error_code[0] != 0
+		  : !word_of(r->error_code, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_")) {
+		snprintf(why, len, r->ok ? "a record that succeeded has no error code"
+					 : "error code: 1 to 32 of A-Z and '_'");
+		return false;
+	}
+	return true;
 }

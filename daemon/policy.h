@@ -93,6 +93,10 @@ int policy_environment(const Toolrun__Request *req, const struct config *cfg,
  * WRITE's input of at most 1 MiB; NEW's environment entries NAME=value
  * without NUL. Returns true, or false with a line in why.
  */
+/* A FrontRecord within its limits (toolrun.proto); false with why. */
+#define POLICY_FRONT_TARGET_MAX 4096
+bool policy_front_record(const Toolrun__FrontRecord *r, char *why, size_t len);
+
 bool policy_session_call(const Toolrun__SessionCall *c, unsigned nfds, char *why,
 			 size_t len);
 /* The limits an agent command runs under: the budget (max_bytes,

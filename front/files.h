@@ -22,8 +22,8 @@ struct read_budget {
 struct read_request {
 	const char *path;
 	/* The first line wanted, from 1; 0 means 1. With from_end, the
-	 * number of lines from the end instead (the last `limit` lines when
-	 * 0). */
+	 * number of lines from the end instead; 0 there: the last `limit`
+	 * lines, or with limit 0 too, the last lines the budget allows. */
 	uint64_t offset;
 	uint64_t limit;   /* lines wanted; 0: as many as the budget allows */
 	bool from_end;
@@ -43,6 +43,13 @@ struct read_result {
 	size_t text_len;
 };
 
+/* The file is read whole, to count its lines: one larger than the
+ * policy's max_read_bytes is refused (TOO_LARGE, RESOURCE). The budget
+ * (b NULL: none) counts the text given back, line numbers included; a
+ * first line alone over max_bytes is cut at a character boundary, and
+ * truncated set. A range past the last line gives no text, and is no
+ * error. Codes: path_open()'s, TOO_LARGE, IO_ERROR; OUT_OF_MEMORY and
+ * INTERNAL (category INTERNAL). */
 int front_read_file(const struct path_policy *p, const struct read_budget *b,
 		    const struct read_request *rq, struct read_result *out,
 		    struct front_error *e);
@@ -56,15 +63,19 @@ struct write_result {
 };
 
 /* Create or replace path with data, atomically: a temporary file in the
- * same directory, fsync'd, then renamed over it. An existing file keeps
- * its mode; a new one gets 0666 & ~umask. A symlink at path is refused
- * (it would be replaced, not followed). */
+ * same directory (".NAME.toolrun-XXXXXX", removed on any failure),
+ * fsync'd, then renamed over it. An existing file keeps its mode, and
+ * its owner where we may give it; a new one gets 0666 & ~umask. A
+ * symlink at path is refused, SYMLINK_TARGET (it would be replaced, not
+ * followed). Codes: path_open()'s, SYMLINK_TARGET, NOT_A_FILE, TOO_LARGE
+ * (more than max_write_bytes), PERMISSION_DENIED, IO_ERROR. */
 int front_write_file(const struct path_policy *p, const char *path, const void *data,
 		     size_t len, struct write_result *out, struct front_error *e);
 
 /* Replace old_text by new_text in path, where old_text must occur exactly
- * once (NOT_FOUND / NOT_UNIQUE with the count otherwise); written as
- * front_write_file does. */
+ * once (NOT_FOUND / NOT_UNIQUE with the count otherwise, overlapping
+ * occurrences counted; an empty old_text is EMPTY_OLD_TEXT, SYNTAX);
+ * read as front_read_file does, written as front_write_file does. */
 int front_edit_file(const struct path_policy *p, const char *path, const char *old_text,
 		    size_t old_len, const char *new_text, size_t new_len,
 		    struct write_result *out, struct front_error *e);

@@ -3,12 +3,15 @@
  * FTS5 and bm25. The index lives on disk and is brought up to date on
  * each query: files whose mtime or size changed are indexed again, new
  * ones added, vanished ones dropped. Files that are not text, larger
- * than SEARCH_MAX_FILE_BYTES, under a directory named .git, or not in
+ * than SEARCH_MAX_FILE_BYTES, under a directory named .git or node_modules, or not in
  * the path policy's extension list are not indexed.
+ *
+ * Files are indexed in chunks of a few dozen lines; a hit is a chunk,
+ * so one file may give several hits, each naming its own line.
  *
  * Embeddings: toolrun ships no model. An embedding command may be
  * plugged in (embed_command): it then re-ranks the best bm25 candidates
- * (docs/front.md says how it is called).
+ * (docs/search.md says how it is called).
  */
 #ifndef TOOLRUN_FRONT_SEARCH_H
 #define TOOLRUN_FRONT_SEARCH_H
@@ -27,16 +30,19 @@ struct search_options {
 	/* The index file; NULL: $XDG_CACHE_HOME/toolrun/search-<first 16 hex
 	 * of sha256(root)>.sqlite, or ~/.cache/... */
 	const char *index_path;
-	/* NULL or a shell command (docs/front.md). */
+	/* NULL (or "") or a shell command, run with /bin/sh -c
+	 * (docs/search.md). */
 	const char *embed_command;
-	size_t limit; /* 0: SEARCH_DEFAULT_LIMIT; at most SEARCH_MAX_LIMIT */
+	size_t limit; /* 0: SEARCH_DEFAULT_LIMIT; more than SEARCH_MAX_LIMIT
+		       * is taken as SEARCH_MAX_LIMIT */
 };
 
 struct search_hit {
 	char *path;    /* from the root */
 	uint64_t line; /* from 1: the first line that matches */
 	char *snippet; /* that line, trimmed to about 200 bytes, matches kept */
-	double score;  /* higher is better */
+	double score;  /* higher is better: -bm25, or the embedding
+			* command's score when one re-ranked the hits */
 };
 
 struct search_result {
@@ -48,7 +54,12 @@ struct search_result {
 };
 
 /* query: words as an agent writes them (not FTS5 syntax: quotes and
- * operators in it are taken as text). An empty query is a SYNTAX error. */
+ * operators in it are taken as text); a chunk with any of the words
+ * matches, and bm25 ranks those with more and rarer words first. A query
+ * without a word (empty, blank, punctuation only) is a SYNTAX error
+ * "EMPTY_QUERY"; a failing embedding command an EXECUTION error
+ * "EMBED_FAILED"; a failure of the index an EXECUTION error
+ * "INDEX_ERROR". On failure *out is empty. */
 int front_search(const struct path_policy *p, const struct search_options *o,
 		 const char *query, struct search_result *out, struct front_error *e);
 void search_result_free(struct search_result *r);

@@ -211,6 +211,24 @@ static void check_session_call(const Toolrun__SessionCall *c, unsigned nfds)
 	touch(c->input.data, c->input.len);
 }
 
+/* A front end's audit record: accepted, its strings keep the rules
+ * toolrun.proto states, so that the audit line cannot be forged. */
+static void check_front_record(const Toolrun__FrontRecord *r)
+{
+	char why[256] = "";
+	bool ok = policy_front_record(r, why, sizeof(why));
+
+	CHECK(ok == (why[0] == '\0'));
+	if (!ok)
+		return;
+	CHECK(strcmp(r->front, "mcp") == 0 || strcmp(r->front, "tags") == 0);
+	CHECK(strlen(r->tool) >= 1 && strlen(r->tool) <= 32);
+	CHECK(strspn(r->tool, "abcdefghijklmnopqrstuvwxyz_") == strlen(r->tool));
+	CHECK(r->target.len <= POLICY_FRONT_TARGET_MAX);
+	CHECK(r->ok == (r->error_code[0] == '\0'));
+	touch(r->target.data, r->target.len);
+}
+
 static bool same_bytes(const ProtobufCBinaryData *a, const ProtobufCBinaryData *b)
 {
 	return a->len == b->len && (a->len == 0 || memcmp(a->data, b->data, a->len) == 0);
@@ -484,6 +502,10 @@ static void handle_payload(const uint8_t *payload, size_t len, unsigned nfds,
 	case TOOLRUN__CLIENT_MESSAGE__MSG_SESSION_CALL:
 		CHECK(m->session_call != NULL);
 		check_session_call(m->session_call, nfds);
+		break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG_FRONT_RECORD:
+		CHECK(m->front_record != NULL);
+		check_front_record(m->front_record);
 		break;
 	case TOOLRUN__CLIENT_MESSAGE__MSG__NOT_SET:
 	default:

@@ -99,6 +99,22 @@ static void add_ping(void)
 	add_frame(&m, 0);
 }
 
+static void add_front_record(bool ok)
+{
+	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
+	Toolrun__FrontRecord r = TOOLRUN__FRONT_RECORD__INIT;
+	r.front = (char *)"mcp";
+	r.tool = (char *)"read_file";
+	r.target = (ProtobufCBinaryData){11, (uint8_t *)"src/main.c\xff"};
+	r.ok = ok;
+	r.error_code = (char *)(ok ? "" : "OUTSIDE_ROOT");
+	r.bytes = 1234;
+	r.duration_us = 56;
+	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_FRONT_RECORD;
+	m.front_record = &r;
+	add_frame(&m, 0);
+}
+
 static void add_request(Toolrun__Request *req, uint16_t nfds)
 {
 	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
@@ -190,6 +206,11 @@ int main(int argc, char **argv)
 	add_ping();
 	emit("hello-ping");
 
+	add_hello();
+	add_front_record(true);
+	add_front_record(false);
+	emit("front-record");
+
 	/* The tool listed by path, under another name and relative to the
 	 * working directory (the fuzzer's holds env-link -> /usr/bin/env);
 	 * three fds; stderr joined to stdout; no state. */
@@ -279,11 +300,11 @@ int main(int argc, char **argv)
 	add_raw_frame("\x12\x40\x0a\x03\x63\x61\x74", 7, 1);
 	emit("overlong-field");
 	{
-		static ProtobufCBinaryData argv[] = {BIN("c\0at")};
+		static ProtobufCBinaryData nul_argv[] = {BIN("c\0at")};
 		Toolrun__Request r = TOOLRUN__REQUEST__INIT;
 		r.executable = BIN("/usr/bin/cat");
 		r.n_argv = 1;
-		r.argv = argv;
+		r.argv = nul_argv;
 		add_request(&r, 1);
 		emit("nul-in-argv");
 

@@ -990,6 +990,47 @@ static void test_env_matches_names_only_never_values(void **state)
 	assert_false(policy_env_matches("", (const uint8_t *)"B=1", 3));
 }
 
+/* A front end's audit record: the strings that reach the log are words. */
+static void test_front_record_limits(void **state)
+{
+	Toolrun__FrontRecord r = TOOLRUN__FRONT_RECORD__INIT;
+	static uint8_t big[POLICY_FRONT_TARGET_MAX + 1];
+	char why[256] = "";
+
+	(void)state;
+	r.front = (char *)"mcp";
+	r.tool = (char *)"read_file";
+	r.target = (ProtobufCBinaryData){3, (uint8_t *)"a.c"};
+	r.ok = true;
+	r.error_code = (char *)"";
+	assert_true(policy_front_record(&r, why, sizeof(why)));
+	r.front = (char *)"tags";
+	assert_true(policy_front_record(&r, why, sizeof(why)));
+	r.front = (char *)"shell";
+	assert_false(policy_front_record(&r, why, sizeof(why)));
+	assert_non_null(strstr(why, "expected mcp or tags"));
+	r.front = (char *)"mcp";
+	r.tool = (char *)"read_file\n{\"kind\":\"command\"}";
+	assert_false(policy_front_record(&r, why, sizeof(why)));
+	r.tool = (char *)"";
+	assert_false(policy_front_record(&r, why, sizeof(why)));
+	r.tool = (char *)"read_file";
+	r.target = (ProtobufCBinaryData){sizeof(big), big};
+	assert_false(policy_front_record(&r, why, sizeof(why)));
+	assert_non_null(strstr(why, "at most 4096"));
+	r.target = (ProtobufCBinaryData){sizeof(big) - 1, big};
+	assert_true(policy_front_record(&r, why, sizeof(why)));
+	/* ok and an error code contradict each other, both ways. */
+	r.error_code = (char *)"OUTSIDE_ROOT";
+	assert_false(policy_front_record(&r, why, sizeof(why)));
+	r.ok = false;
+	assert_true(policy_front_record(&r, why, sizeof(why)));
+	r.error_code = (char *)"";
+	assert_false(policy_front_record(&r, why, sizeof(why)));
+	r.error_code = (char *)"outside root";
+	assert_false(policy_front_record(&r, why, sizeof(why)));
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, use_default_config, free_environment)
@@ -1042,6 +1083,7 @@ int main(void)
 		T(test_environment_loader_variables_follow_the_filters),
 		T(test_environment_of_a_command_is_its_envp),
 		T(test_env_matches_names_only_never_values),
+		T(test_front_record_limits),
 	};
 #undef T
 	return cmocka_run_group_tests_name("policy", tests, setup, teardown);

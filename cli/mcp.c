@@ -1,0 +1,525 @@
+/*
+ * toolrun mcp: JSON-RPC 2.0 on stdin and stdout, one message per line,
+ * as the MCP specification's stdio transport says (revisions 2025-11-25
+ * and 2025-06-18). json-c parses and writes every message.
+ *
+ * One thread. Requests are served in order; while a tool waits for a
+ * toolrund session the server keeps reading its input, so that a ping is
+ * answered at once, notifications/cancelled interrupts the command, and
+ * progress notifications go out once a second to a client that asked
+ * for them. Other requests wait their turn in a queue.
+ */
+#include "mcp.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "mcptools.h"
+#include "util.h"
+
+#define LATEST_VERSION "2025-11-25"
+/* A message larger than this is refused (write_file's content is in it). */
+#define MAX_MESSAGE (64u << 20)
+#define PROGRESS_EVERY_MS 1000
+/* How long toolrund may take past a call's own wait. */
+#define ANSWER_GRACE_MS 10000
+
+enum {
+	RPC_PARSE_ERROR = -32700,
+	RPC_INVALID_REQUEST = -32600,
+	RPC_METHOD_NOT_FOUND = -32601,
+	RPC_INVALID_PARAMS = -32602,
+};
+
+static const char *const versions[] = {"2025-11-25", "2025-06-18"};
+
+struct mcp_server {
+	struct mcp_tools T;
+	char *in;           /* bytes read, not yet a whole line */
+	size_t in_len, in_cap;
+	bool in_eof, out_broken, skipping; /* skipping: the rest of a line too long */
+	struct json_object **queue; /* messages read, not yet served */
+	size_t q_head, q_len, q_cap;
+	/* The tools/call being served. */
+	struct json_object *call_id, *progress_token;
+	bool call_cancelled;
+};
+
+/* ------------------------------------------------------------------ */
+/* Output                                                              */
+
+static void send_message(struct mcp_server *S, struct json_object *m)
+{
+	const char *s = json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN |
+								  JSON_C_TO_STRING_NOSLASHESCAPE);
+	size_t n = strlen(s);
+
+	if (!S->out_broken && (write_all(STDOUT_FILENO, s, n) < 0 ||
+			       write_all(STDOUT_FILENO, "\n", 1) < 0))
+		S->out_broken = true;
+	json_object_put(m);
+}
+
+static struct json_object *envelope(struct json_object *id)
+{
+	struct json_object *m = json_object_new_object();
+
+	json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(m, "id", id ? json_object_get(id) : NULL);
+	return m;
+}
+
+static void send_result(struct mcp_server *S, struct json_object *id, struct json_object *result)
+{
+	struct json_object *m = envelope(id);
+
+	json_object_object_add(m, "result", result);
+	send_message(S, m);
+}
+
+__attribute__((format(printf, 4, 5))) static void
+send_error(struct mcp_server *S, struct json_object *id, int code, const char *fmt, ...)
+{
+	struct json_object *m = envelope(id), *e = json_object_new_object();
+	char text[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	json_object_object_add(e, "code", json_object_new_int(code));
+	json_object_object_add(e, "message", json_object_new_string(text));
+	json_object_object_add(m, "error", e);
+	send_message(S, m);
+}
+
+static void send_progress(struct mcp_server *S, unsigned seconds)
+{
+	struct json_object *m = json_object_new_object(), *p = json_object_new_object();
+	char text[64];
+
+	snprintf(text, sizeof(text), "running for %u s", seconds);
+	json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(m, "method", json_object_new_string("notifications/progress"));
+	json_object_object_add(p, "progressToken", json_object_get(S->progress_token));
+	json_object_object_add(p, "progress", json_object_new_int((int)seconds));
+	json_object_object_add(p, "message", json_object_new_string(text));
+	json_object_object_add(m, "params", p);
+	send_message(S, m);
+}
+
+/* ------------------------------------------------------------------ */
+/* Input                                                               */
+
+static const char *method_of(struct json_object *m)
+{
+	struct json_object *v;
+
+	if (!json_object_is_type(m, json_type_object) ||
+	    !json_object_object_get_ex(m, "method", &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static struct json_object *member(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+
+	if (o && json_object_is_type(o, json_type_object))
+		json_object_object_get_ex(o, key, &v);
+	return v;
+}
+
+static bool queue_push(struct mcp_server *S, struct json_object *m)
+{
+	if (S->q_head + S->q_len == S->q_cap) {
+		if (S->q_head) {
+			memmove(S->queue, S->queue + S->q_head, S->q_len * sizeof(*S->queue));
+			S->q_head = 0;
+		} else {
+			size_t cap = S->q_cap ? S->q_cap * 2 : 16;
+			struct json_object **q = realloc(S->queue, cap * sizeof(*q));
+			if (!q)
+				return false;
+			S->queue = q;
+			S->q_cap = cap;
+		}
+	}
+	S->queue[S->q_head + S->q_len++] = m;
+	return true;
+}
+
+/* A cancelled request still waiting its turn is dropped, unanswered. */
+static bool drop_queued(struct mcp_server *S, struct json_object *id)
+{
+	for (size_t i = S->q_head; i < S->q_head + S->q_len; i++) {
+		struct json_object *qid = member(S->queue[i], "id");
+		if (qid && method_of(S->queue[i]) && json_object_equal(qid, id)) {
+			json_object_put(S->queue[i]);
+			S->queue[i] = json_object_new_null(); /* skipped when its turn comes */
+			return true;
+		}
+	}
+	return false;
+}
+
+/* While a tool waits: a ping is answered and a cancellation acted on at
+ * once; anything else waits its turn. */
+static void interject(struct mcp_server *S, struct json_object *m)
+{
+	const char *method = method_of(m);
+	struct json_object *id = member(m, "id");
+
+	if (method && id && strcmp(method, "ping") == 0) {
+		send_result(S, id, json_object_new_object());
+		json_object_put(m);
+		return;
+	}
+	if (method && !id && strcmp(method, "notifications/cancelled") == 0) {
+		struct json_object *target = member(member(m, "params"), "requestId");
+		if (target && S->call_id && json_object_equal(target, S->call_id) &&
+		    !S->call_cancelled) {
+			S->call_cancelled = true;
+			mcp_tools_interrupt(&S->T, S->T.session);
+		} else if (target) {
+			drop_queued(S, target);
+		}
+		json_object_put(m);
+		return;
+	}
+	if (!queue_push(S, m))
+		json_object_put(m);
+}
+
+static void take_line(struct mcp_server *S, char *line, size_t len, bool waiting)
+{
+	enum json_tokener_error err = json_tokener_success;
+
+	while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
+		len--;
+	if (!len)
+		return;
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *m = tok ? json_tokener_parse_ex(tok, line, (int)len) : NULL;
+	if (tok) {
+		err = json_tokener_get_error(tok);
+		if (err == json_tokener_success && json_tokener_get_parse_end(tok) != len)
+			err = json_tokener_error_parse_unexpected;
+		json_tokener_free(tok);
+	}
+	if (!m || err != json_tokener_success) {
+		/* Answered in its turn, as a string the queue holds. */
+		json_object_put(m);
+		m = json_object_new_string(json_tokener_error_desc(
+			err == json_tokener_success ? json_tokener_error_parse_eof : err));
+		if (!queue_push(S, m))
+			json_object_put(m);
+		return;
+	}
+	if (waiting)
+		interject(S, m);
+	else if (!queue_push(S, m))
+		json_object_put(m);
+}
+
+/* Split what was read into lines. */
+static void take_lines(struct mcp_server *S, bool waiting)
+{
+	size_t start = 0;
+
+	for (size_t i = 0; i < S->in_len; i++) {
+		if (S->in[i] != '\n')
+			continue;
+		if (!S->skipping)
+			take_line(S, S->in + start, i - start, waiting);
+		S->skipping = false;
+		start = i + 1;
+	}
+	memmove(S->in, S->in + start, S->in_len - start);
+	S->in_len -= start;
+	if (S->in_len >= MAX_MESSAGE && !S->skipping) {
+		struct json_object *m = json_object_new_string("a message of more than 64 MiB, "
+							       "skipped");
+		if (!queue_push(S, m))
+			json_object_put(m);
+		S->skipping = true;
+	}
+	if (S->skipping)
+		S->in_len = 0;
+}
+
+/* One read of stdin; false at its end. */
+static bool read_input(struct mcp_server *S, bool waiting)
+{
+	if (S->in_cap - S->in_len < 65536) {
+		size_t cap = S->in_cap ? S->in_cap * 2 : 131072;
+		char *p = realloc(S->in, cap);
+		if (!p) {
+			S->in_eof = true;
+			return false;
+		}
+		S->in = p;
+		S->in_cap = cap;
+	}
+	ssize_t n;
+	do
+		n = read(STDIN_FILENO, S->in + S->in_len, S->in_cap - S->in_len);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0) {
+		/* A last line without a newline still counts. */
+		if (S->in_len && !S->skipping) {
+			S->in[S->in_len] = '\n';
+			S->in_len++;
+			take_lines(S, waiting);
+		}
+		S->in_eof = true;
+		return false;
+	}
+	S->in_len += (size_t)n;
+	take_lines(S, waiting);
+	return true;
+}
+
+/* The next message to serve, or NULL at the end of input. */
+static struct json_object *next_message(struct mcp_server *S)
+{
+	while (!S->q_len) {
+		if (S->in_eof || S->out_broken || !read_input(S, false))
+			if (!S->q_len)
+				return NULL;
+	}
+	S->q_len--;
+	return S->queue[S->q_head++];
+}
+
+/* ------------------------------------------------------------------ */
+/* Waiting for a session                                               */
+
+/* mcp_wait_call_fn: send, then wait for toolrund's answer while
+ * reading our own input. */
+static int wait_call(void *server, struct mcp_tools *T, Toolrun__SessionCall *sc, int attach,
+		     struct sess_answer *a, char *why, size_t len)
+{
+	struct mcp_server *S = server;
+	int64_t start = monotonic_ms(), deadline = start + sc->timeout_ms + ANSWER_GRACE_MS;
+	unsigned ticks = 0;
+
+	*a = (struct sess_answer){0};
+	if (sess_client_send(&T->conn, sc, attach, why, len) < 0)
+		return -1;
+	for (;;) {
+		struct pollfd p[2] = {{.fd = T->conn.fd, .events = POLLIN},
+				      {.fd = S->in_eof ? -1 : STDIN_FILENO, .events = POLLIN}};
+		int64_t now = monotonic_ms();
+		int64_t next_tick = start + (int64_t)(ticks + 1) * PROGRESS_EVERY_MS;
+		if (now >= deadline) {
+			snprintf(why, len, "toolrund did not answer within %u s",
+				 (sc->timeout_ms + ANSWER_GRACE_MS) / 1000);
+			return -1;
+		}
+		int wait = (int)(MIN(deadline, next_tick) - now);
+		int r = poll(p, 2, wait < 0 ? 0 : wait);
+		if (r < 0 && errno != EINTR) {
+			snprintf(why, len, "poll: %s", strerror(errno));
+			return -1;
+		}
+		if (r > 0 && p[0].revents)
+			return sess_client_receive(&T->conn, a, why, len);
+		/* At the end of input the answers are still wanted (a client
+		 * that pipes its requests): the wait goes on. */
+		if (r > 0 && p[1].revents)
+			read_input(S, true);
+		if (S->out_broken) {
+			snprintf(why, len, "the client closed its output");
+			return -1;
+		}
+		if (monotonic_ms() >= next_tick) {
+			ticks++;
+			if (S->progress_token && !S->call_cancelled)
+				send_progress(S, ticks);
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Methods                                                             */
+
+static struct json_object *initialize_result(struct json_object *params)
+{
+	struct json_object *r = json_object_new_object(), *caps = json_object_new_object();
+	struct json_object *tools = json_object_new_object(), *info = json_object_new_object();
+	struct json_object *asked = member(params, "protocolVersion");
+	const char *version = LATEST_VERSION;
+
+	for (size_t i = 0; asked && i < ARRAY_SIZE(versions); i++)
+		if (json_object_is_type(asked, json_type_string) &&
+		    strcmp(json_object_get_string(asked), versions[i]) == 0)
+			version = versions[i];
+	json_object_object_add(tools, "listChanged", json_object_new_boolean(0));
+	json_object_object_add(caps, "tools", tools);
+	json_object_object_add(info, "name", json_object_new_string("toolrun"));
+	json_object_object_add(info, "title", json_object_new_string("toolrun"));
+	json_object_object_add(info, "version", json_object_new_string(TOOLRUN_VERSION));
+	json_object_object_add(r, "protocolVersion", json_object_new_string(version));
+	json_object_object_add(r, "capabilities", caps);
+	json_object_object_add(r, "serverInfo", info);
+	json_object_object_add(r, "instructions", json_object_new_string(
+		"Commands run in a persistent bash session inside the box, confined by toolrund; "
+		"their output is bounded (head and tail kept, the whole in a spill file whose path "
+		"the result gives). File tools take paths relative to the root and refuse paths "
+		"outside it."));
+	return r;
+}
+
+static void call_tool(struct mcp_server *S, struct json_object *id, struct json_object *params)
+{
+	struct json_object *name = member(params, "name");
+	struct json_object *args = member(params, "arguments");
+
+	if (!name || !json_object_is_type(name, json_type_string)) {
+		send_error(S, id, RPC_INVALID_PARAMS, "tools/call: params.name (a string) is missing");
+		return;
+	}
+	S->call_id = id;
+	S->call_cancelled = false;
+	S->progress_token = member(member(params, "_meta"), "progressToken");
+	struct json_object *r = mcp_tools_call(&S->T, json_object_get_string(name), args);
+	if (!r)
+		send_error(S, id, RPC_INVALID_PARAMS, "unknown tool: %s (tools/list names them)",
+			   json_object_get_string(name));
+	else if (S->call_cancelled)
+		json_object_put(r); /* a cancelled request is not answered */
+	else
+		send_result(S, id, r);
+	S->call_id = NULL;
+	S->progress_token = NULL;
+}
+
+static void serve_request(struct mcp_server *S, const char *method, struct json_object *id,
+			  struct json_object *params)
+{
+	if (strcmp(method, "initialize") == 0) {
+		send_result(S, id, initialize_result(params));
+	} else if (strcmp(method, "ping") == 0) {
+		send_result(S, id, json_object_new_object());
+	} else if (strcmp(method, "tools/list") == 0) {
+		struct json_object *r = json_object_new_object();
+		json_object_object_add(r, "tools", mcp_tools_list());
+		send_result(S, id, r);
+	} else if (strcmp(method, "tools/call") == 0) {
+		call_tool(S, id, params);
+	} else {
+		send_error(S, id, RPC_METHOD_NOT_FOUND, "method not found: %s", method);
+	}
+}
+
+static void serve(struct mcp_server *S, struct json_object *m)
+{
+	const char *method = method_of(m);
+	struct json_object *id = member(m, "id");
+	struct json_object *version = member(m, "jsonrpc");
+
+	if (json_object_is_type(m, json_type_null))
+		return; /* a request cancelled while queued */
+	if (json_object_is_type(m, json_type_string)) {
+		send_error(S, NULL, RPC_PARSE_ERROR, "parse error: %s (one JSON-RPC message per line)",
+			   json_object_get_string(m));
+		return;
+	}
+	if (json_object_is_type(m, json_type_array)) {
+		send_error(S, NULL, RPC_INVALID_REQUEST, "batches are not supported: one message "
+							 "per line");
+		return;
+	}
+	/* A response to a request of ours: we make none. */
+	if (!method && (member(m, "result") || member(m, "error")))
+		return;
+	bool id_ok = id && (json_object_is_type(id, json_type_string) ||
+			    json_object_is_type(id, json_type_int));
+	if (!method || !version || strcmp(json_object_get_string(version), "2.0") != 0 ||
+	    (id && !id_ok)) {
+		send_error(S, id_ok ? id : NULL, RPC_INVALID_REQUEST,
+			   "not a JSON-RPC 2.0 request: it needs \"jsonrpc\":\"2.0\", a string "
+			   "\"method\" and a string or integer \"id\"");
+		return;
+	}
+	if (!id)
+		return; /* notifications: initialized, cancelled (after its answer), ... */
+	struct json_object *params = member(m, "params");
+	if (params && !json_object_is_type(params, json_type_object)) {
+		send_error(S, id, RPC_INVALID_PARAMS, "%s: params must be an object", method);
+		return;
+	}
+	serve_request(S, method, id, params);
+}
+
+/* ------------------------------------------------------------------ */
+/* Main                                                                */
+
+static int usage(const char *why)
+{
+	fprintf(stderr, "toolrun mcp: %s\n"
+			"usage: toolrun mcp [--root DIR] [--session ID] [--extensions LIST] "
+			"[--index FILE] [--embed-command CMD]\n", why);
+	return 2;
+}
+
+static int parse_options(int argc, char **argv, struct mcp_options *o)
+{
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		const char **slot = strcmp(a, "--root") == 0		? &o->root
+				    : strcmp(a, "--session") == 0	? &o->session
+				    : strcmp(a, "--extensions") == 0	? &o->extensions
+				    : strcmp(a, "--index") == 0		? &o->index_path
+				    : strcmp(a, "--embed-command") == 0 ? &o->embed_command
+									: NULL;
+		if (!slot) {
+			char why[256];
+			snprintf(why, sizeof(why), "unknown option: %.200s", a);
+			return usage(why);
+		}
+		if (!v)
+			return usage("an option lacks its value");
+		*slot = v;
+		i++;
+	}
+	return 0;
+}
+
+int mcp_main(const struct config *cfg, int argc, char **argv)
+{
+	struct mcp_options o = {0};
+	struct mcp_server S = {0};
+	struct front_error e;
+	struct json_object *m;
+
+	if (parse_options(argc, argv, &o) != 0)
+		return 2;
+	if (mcp_tools_init(&S.T, cfg, &o, &e) < 0) {
+		fprintf(stderr, "toolrun mcp: %s\n", e.message);
+		return 2;
+	}
+	/* A client that goes away is an error on write, not a signal. */
+	signal(SIGPIPE, SIG_IGN);
+	S.T.wait_call = wait_call;
+	S.T.server = &S;
+	while (!S.out_broken && (m = next_message(&S))) {
+		serve(&S, m);
+		json_object_put(m);
+	}
+	while (S.q_len)
+		json_object_put(S.queue[S.q_head + --S.q_len]);
+	free(S.queue);
+	free(S.in);
+	mcp_tools_free(&S.T);
+	return 0;
+}

@@ -1,0 +1,14 @@
+/*
+ * toolrun mcp: a Model Context Protocol server on stdin and stdout
+ * (docs/mcp.md).
+ */
+#ifndef TOOLRUN_CLI_MCP_H
+#define TOOLRUN_CLI_MCP_H
+
+#include "config.h"
+
+/* argv: the options after "mcp". Returns the exit status: 0 at the end
+ * of input, 2 for a usage error or a root that cannot be used. */
+int mcp_main(const struct config *cfg, int argc, char **argv);
+
+#endif

@@ -1,0 +1,811 @@
+/*
+ * The tools of `toolrun mcp` (mcptools.h, docs/mcp.md).
+ */
+#include "mcptools.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+extern char **environ;
+
+/* ------------------------------------------------------------------ */
+/* Schemas                                                             */
+
+#define SESSION_ARG                                                                          \
+	"\"session\":{\"type\":\"string\",\"description\":\"A session id (from an earlier "     \
+	"result or `toolrun session new`); default: this server's own session\"}"
+#define TIMEOUT_ARG(dflt)                                                                    \
+	"\"timeout\":{\"type\":\"number\",\"minimum\":0,\"maximum\":3600,\"description\":"      \
+	"\"Seconds to wait before answering while the command still runs (default " dflt     \
+	"); the command keeps running after it\"}"
+
+#define NULLABLE(t) "{\"type\":[\"" t "\",\"null\"]}"
+#define COMMAND_OUTPUT                                                                       \
+	"{\"type\":\"object\",\"required\":[\"session\",\"state\",\"stdout\",\"stderr\"],"       \
+	"\"properties\":{"                                                                   \
+	"\"session\":{\"type\":\"string\"},"                                                 \
+	"\"state\":{\"type\":\"string\",\"enum\":[\"done\",\"running\",\"waiting_input\","   \
+	"\"idle\",\"closed\"]},"                                                             \
+	"\"command_number\":{\"type\":\"integer\"},"                                         \
+	"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"                 \
+	"\"exit_code\":" NULLABLE("integer") ",\"signal\":" NULLABLE("string") ","           \
+	"\"duration_ms\":" NULLABLE("integer") ","                                           \
+	"\"stdout_dropped_bytes\":{\"type\":\"integer\"},"                                   \
+	"\"stdout_dropped_lines\":{\"type\":\"integer\"},"                                   \
+	"\"stdout_spill\":" NULLABLE("string") ","                                           \
+	"\"stderr_dropped_bytes\":{\"type\":\"integer\"},"                                   \
+	"\"stderr_dropped_lines\":{\"type\":\"integer\"},"                                   \
+	"\"stderr_spill\":" NULLABLE("string") ",\"message\":" NULLABLE("string") "}}"
+
+struct mcp_tool {
+	const char *name, *title, *description, *input, *output;
+	struct json_object *(*run)(struct mcp_tools *T, struct json_object *args);
+};
+
+/* ------------------------------------------------------------------ */
+/* Results                                                             */
+
+static struct json_object *text_block(const char *text)
+{
+	struct json_object *a = json_object_new_array(), *b = json_object_new_object();
+
+	json_object_object_add(b, "type", json_object_new_string("text"));
+	json_object_object_add(b, "text", json_object_new_string(text));
+	json_object_array_add(a, b);
+	return a;
+}
+
+/* isError with one line: "CATEGORY CODE: message". */
+static struct json_object *tool_error(const struct front_error *e)
+{
+	struct json_object *r = json_object_new_object();
+	char line[sizeof(e->message) + 64];
+
+	snprintf(line, sizeof(line), "%s %s: %s", front_category_name(e->category), e->code,
+		 e->message);
+	json_object_object_add(r, "content", text_block(line));
+	json_object_object_add(r, "isError", json_object_new_boolean(1));
+	return r;
+}
+
+__attribute__((format(printf, 3, 4))) static struct json_object *
+fail(enum front_category c, const char *code, const char *fmt, ...)
+{
+	struct front_error e = {.category = c};
+	va_list ap;
+
+	snprintf(e.code, sizeof(e.code), "%s", code);
+	va_start(ap, fmt);
+	vsnprintf(e.message, sizeof(e.message), fmt, ap);
+	va_end(ap);
+	return tool_error(&e);
+}
+
+static struct json_object *tool_result(struct json_object *structured, const char *text)
+{
+	struct json_object *r = json_object_new_object();
+
+	json_object_object_add(r, "content", text_block(text));
+	json_object_object_add(r, "structuredContent", structured);
+	json_object_object_add(r, "isError", json_object_new_boolean(0));
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Arguments                                                           */
+
+/* args[key] as a string: NULL when absent; *bad when of another type. */
+static const char *arg_string(struct json_object *args, const char *key, bool *bad)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(args, key, &v) || json_object_is_type(v, json_type_null))
+		return NULL;
+	if (!json_object_is_type(v, json_type_string)) {
+		*bad = true;
+		return NULL;
+	}
+	return json_object_get_string(v);
+}
+
+/* args[key] as a path: a string without NUL (JSON may hold \u0000,
+ * which a C string would cut short). NULL and *e filled when bad. */
+static const char *arg_path(struct json_object *args, const char *key, bool *bad,
+			    struct front_error *e)
+{
+	struct json_object *v;
+
+	const char *p = arg_string(args, key, bad);
+	if (!p)
+		return NULL;
+	json_object_object_get_ex(args, key, &v);
+	if (path_check_bytes(p, (size_t)json_object_get_string_len(v), e) < 0)
+		return NULL;
+	return p;
+}
+
+static bool arg_bool(struct json_object *args, const char *key, bool dflt, bool *bad)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(args, key, &v) || json_object_is_type(v, json_type_null))
+		return dflt;
+	if (!json_object_is_type(v, json_type_boolean)) {
+		*bad = true;
+		return dflt;
+	}
+	return json_object_get_boolean(v);
+}
+
+/* A number in [0, max], or dflt when absent. */
+static double arg_number(struct json_object *args, const char *key, double dflt, double max,
+			 bool *bad)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(args, key, &v) || json_object_is_type(v, json_type_null))
+		return dflt;
+	if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double)) {
+		*bad = true;
+		return dflt;
+	}
+	double d = json_object_get_double(v);
+	if (!(d >= 0 && d <= max)) {
+		*bad = true;
+		return dflt;
+	}
+	return d;
+}
+
+static struct json_object *bad_arguments(const char *tool, const char *what)
+{
+	return fail(FRONT_SYNTAX, "BAD_ARGUMENT", "%s: %s (tools/list gives the input schema)",
+		    tool, what);
+}
+
+/* ------------------------------------------------------------------ */
+/* The session                                                         */
+
+static int ensure_connection(struct mcp_tools *T, char *why, size_t len)
+{
+	if (T->conn.fd >= 0)
+		return 0;
+	return sess_client_open(&T->conn, T->cfg, why, len);
+}
+
+/* A session of our own, in the root, with our environment. */
+static int new_session(struct mcp_tools *T, char *why, size_t len)
+{
+	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
+	struct sess_answer a;
+	size_t n = 0;
+
+	while (environ[n])
+		n++;
+	ProtobufCBinaryData *env = calloc(n + 1, sizeof(*env));
+	if (!env) {
+		snprintf(why, len, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		env[i] = (ProtobufCBinaryData){strlen(environ[i]), (uint8_t *)environ[i]};
+	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_NEW;
+	sc.session = (char *)"";
+	sc.cwd = (ProtobufCBinaryData){strlen(T->paths.root), (uint8_t *)T->paths.root};
+	sc.envp = env;
+	sc.n_envp = n;
+	int r = sess_client_call(&T->conn, &sc, T->paths.root_fd, &a, why, len);
+	free(env);
+	if (r < 0)
+		return -1;
+	if (a.reply->error) {
+		snprintf(why, len, "toolrund refused a new session: %s", a.reply->message);
+		r = -1;
+	} else {
+		snprintf(T->session, sizeof(T->session), "%s", a.reply->session);
+	}
+	sess_answer_free(&a);
+	return r;
+}
+
+/* One call to the session named by args (or ours, made on the first
+ * bash call: create). On a closed connection (toolrund restarted) the
+ * call is made once more on a new one, unless it was sent already. */
+static int session_call(struct mcp_tools *T, struct json_object *args, Toolrun__SessionCall *sc,
+			bool create, struct sess_answer *a, char *why, size_t len)
+{
+	bool bad = false;
+	const char *id = arg_string(args, "session", &bad);
+
+	if (ensure_connection(T, why, len) < 0)
+		return -1;
+	if (!id && !T->session[0]) {
+		if (!create) {
+			snprintf(why, len, "no command has run in this server's session yet: call "
+					   "bash first, or name a session");
+			return -1;
+		}
+		if (new_session(T, why, len) < 0)
+			return -1;
+	}
+	sc->session = (char *)(id ? id : T->session);
+	return T->wait_call(T->server, T, sc, -1, a, why, len);
+}
+
+static void add_text(char **buf, size_t *len, const char *p, size_t n)
+{
+	char *b = realloc(*buf, *len + n + 1);
+	if (!b)
+		return;
+	memcpy(b + *len, p, n);
+	*len += n;
+	b[*len] = 0;
+	*buf = b;
+}
+
+/* The last line of a command's text: what happened and what to do. */
+static void status_line(const Toolrun__SessionReply *r, char *s, size_t len)
+{
+	const Toolrun__Exit *e = r->exit;
+
+	switch (r->state) {
+	case TOOLRUN__SESSION_STATE__SESSION_STATE_RUNNING:
+		snprintf(s, len, "[still running in session %s: call bash_output to wait for more, "
+				 "bash_input to send input, bash_interrupt to stop it]", r->session);
+		return;
+	case TOOLRUN__SESSION_STATE__SESSION_STATE_WAITING_INPUT:
+		snprintf(s, len, "[waiting for input in session %s: call bash_input with the text, "
+				 "or bash_interrupt to stop it]", r->session);
+		return;
+	case TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED:
+		snprintf(s, len, "[session %s closed: %s; the next bash call starts a new session]",
+			 r->session, r->message);
+		return;
+	case TOOLRUN__SESSION_STATE__SESSION_STATE_IDLE:
+		snprintf(s, len, "[no command is running in session %s]", r->session);
+		return;
+	default:
+		break;
+	}
+	if (e && e->status_case == TOOLRUN__EXIT__STATUS_SIGNAL)
+		snprintf(s, len, "[killed by signal %s after %llu ms]",
+			 sigabbrev_np(e->signal) ? sigabbrev_np(e->signal) : "?",
+			 (unsigned long long)(e->duration_us / 1000));
+	else
+		snprintf(s, len, "[exit %d after %llu ms]", e ? e->code : 0,
+			 (unsigned long long)(e ? e->duration_us / 1000 : 0));
+}
+
+/* The model's text: stdout, stderr after a label, then the status. */
+static char *command_text(const Toolrun__SessionReply *r)
+{
+	char *t = NULL, status[512];
+	size_t n = 0;
+
+	add_text(&t, &n, "", 0);
+	add_text(&t, &n, (const char *)r->stdout.data, r->stdout.len);
+	if (r->stderr.len) {
+		if (n && t[n - 1] != '\n')
+			add_text(&t, &n, "\n", 1);
+		add_text(&t, &n, "[stderr]\n", 9);
+		add_text(&t, &n, (const char *)r->stderr.data, r->stderr.len);
+	}
+	if (n && t[n - 1] != '\n')
+		add_text(&t, &n, "\n", 1);
+	status_line(r, status, sizeof(status));
+	add_text(&t, &n, status, strlen(status));
+	return t;
+}
+
+static struct json_object *command_result(struct mcp_tools *T, struct sess_answer *a)
+{
+	const Toolrun__SessionReply *r = a->reply;
+
+	if (r->error) {
+		struct json_object *res = fail(FRONT_EXECUTION, "SESSION",
+					       "session %s: %s", r->session[0] ? r->session : "-",
+					       r->message);
+		sess_answer_free(a);
+		return res;
+	}
+	/* Our own session is gone (exit, idle): the next call makes one. */
+	if (r->state == TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED &&
+	    strcmp(r->session, T->session) == 0)
+		T->session[0] = 0;
+	char *text = command_text(r);
+	struct json_object *res = tool_result(sess_reply_json(r), text ? text : "");
+	free(text);
+	sess_answer_free(a);
+	return res;
+}
+
+static uint32_t timeout_ms(double seconds)
+{
+	return (uint32_t)(seconds * 1000 + 0.5);
+}
+
+static struct json_object *run_session_op(struct mcp_tools *T, struct json_object *args,
+					  Toolrun__SessionCall *sc, bool create)
+{
+	struct sess_answer a;
+	char why[512];
+
+	if (session_call(T, args, sc, create, &a, why, sizeof(why)) < 0) {
+		sess_client_close(&T->conn); /* a broken connection: the next call makes one */
+		return fail(FRONT_EXECUTION, "TOOLRUND", "%s", why);
+	}
+	/* Our session vanished (toolrund restarted): once more in a new one. */
+	if (create && a.reply->error == TOOLRUN__ERROR_CODE__ERROR_NOT_ALLOWED &&
+	    !arg_string(args, "session", &(bool){0})) {
+		sess_answer_free(&a);
+		T->session[0] = 0;
+		if (session_call(T, args, sc, create, &a, why, sizeof(why)) < 0)
+			return fail(FRONT_EXECUTION, "TOOLRUND", "%s", why);
+	}
+	return command_result(T, &a);
+}
+
+static struct json_object *tool_bash(struct mcp_tools *T, struct json_object *args)
+{
+	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
+	bool bad = false;
+	const char *cmd = arg_string(args, "command", &bad);
+	double t = arg_number(args, "timeout", 30, 3600, &bad);
+
+	arg_string(args, "session", &bad);
+	if (bad || !cmd)
+		return bad_arguments("bash", "command (a string) is required; session is a string; "
+					     "timeout is seconds from 0 to 3600");
+	if (!cmd[0])
+		return fail(FRONT_SYNTAX, "EMPTY_COMMAND", "bash: the command is empty");
+	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_RUN;
+	sc.command = (ProtobufCBinaryData){strlen(cmd), (uint8_t *)cmd};
+	sc.timeout_ms = timeout_ms(t);
+	return run_session_op(T, args, &sc, true);
+}
+
+static struct json_object *tool_bash_output(struct mcp_tools *T, struct json_object *args)
+{
+	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
+	bool bad = false;
+	double t = arg_number(args, "timeout", 10, 3600, &bad);
+
+	arg_string(args, "session", &bad);
+	if (bad)
+		return bad_arguments("bash_output", "session is a string; timeout is seconds from "
+						    "0 to 3600");
+	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_READ;
+	sc.timeout_ms = timeout_ms(t);
+	return run_session_op(T, args, &sc, false);
+}
+
+static struct json_object *tool_bash_input(struct mcp_tools *T, struct json_object *args)
+{
+	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
+	bool bad = false;
+	const char *text = arg_string(args, "text", &bad);
+	bool newline = arg_bool(args, "newline", true, &bad);
+	bool eof = arg_bool(args, "eof", false, &bad);
+	double t = arg_number(args, "timeout", 1, 3600, &bad);
+
+	arg_string(args, "session", &bad);
+	if (bad || (!text && !eof))
+		return bad_arguments("bash_input", "text (a string) is required unless eof is true");
+	size_t n = text ? strlen(text) : 0;
+	char *input = malloc(n + 2);
+	if (!input)
+		return fail(FRONT_INTERNAL, "NO_MEMORY", "bash_input: out of memory");
+	memcpy(input, text ? text : "", n);
+	if (text && newline)
+		input[n++] = '\n';
+	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_WRITE;
+	sc.input = (ProtobufCBinaryData){n, (uint8_t *)input};
+	sc.eof = eof;
+	sc.timeout_ms = timeout_ms(t);
+	struct json_object *r = run_session_op(T, args, &sc, false);
+	free(input);
+	return r;
+}
+
+static struct json_object *tool_bash_interrupt(struct mcp_tools *T, struct json_object *args)
+{
+	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
+	bool bad = false;
+	double t = arg_number(args, "timeout", 1, 3600, &bad);
+
+	arg_string(args, "session", &bad);
+	if (bad)
+		return bad_arguments("bash_interrupt", "session is a string; timeout is seconds");
+	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_INTERRUPT;
+	sc.timeout_ms = timeout_ms(t);
+	return run_session_op(T, args, &sc, false);
+}
+
+void mcp_tools_interrupt(struct mcp_tools *T, const char *session)
+{
+	struct sess_client c;
+	struct sess_answer a;
+	char why[512];
+	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
+
+	if (sess_client_open(&c, T->cfg, why, sizeof(why)) < 0)
+		return;
+	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_INTERRUPT;
+	sc.session = (char *)session;
+	if (sess_client_call(&c, &sc, -1, &a, why, sizeof(why)) == 0)
+		sess_answer_free(&a);
+	sess_client_close(&c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Files and search                                                    */
+
+/* One audit line for a call that ran no program; best effort. */
+static void audit(struct mcp_tools *T, const char *tool, const char *target,
+		  const struct front_error *e, uint64_t bytes, uint64_t start_us)
+{
+	struct front_record r = {
+		.front = "mcp",
+		.tool = tool,
+		.target = target ? target : "",
+		.ok = e == NULL,
+		.error_code = e ? e->code : NULL,
+		.bytes = bytes,
+		.duration_us = monotonic_us() - start_us,
+	};
+	char why[512];
+
+	if (ensure_connection(T, why, sizeof(why)) == 0 &&
+	    sess_client_record(&T->conn, &r, why, sizeof(why)) == 0)
+		return;
+	sess_client_close(&T->conn);
+	if (!T->audit_warned)
+		fprintf(stderr, "toolrun mcp: %s; file and search calls go unaudited until "
+				"toolrund answers\n", why);
+	T->audit_warned = true;
+}
+
+/* After the lines: which part of the file they are, and how to go on. */
+static void read_note(const struct read_result *r, bool newline_first, char *s, size_t len)
+{
+	const char *nl = newline_first ? "\n" : "";
+
+	if (r->binary)
+		return;
+	if (r->total_lines == 0)
+		snprintf(s, len, "%s[%s is empty]", nl, r->rel);
+	else if (r->last_line < r->total_lines)
+		snprintf(s, len, "%s[lines %llu-%llu of %llu shown; read_file with offset %llu "
+				 "reads on]", nl,
+			 (unsigned long long)r->first_line, (unsigned long long)r->last_line,
+			 (unsigned long long)r->total_lines, (unsigned long long)r->last_line + 1);
+	else if (r->first_line > 1)
+		snprintf(s, len, "%s[lines %llu-%llu of %llu shown: the end of the file]", nl,
+			 (unsigned long long)r->first_line, (unsigned long long)r->last_line,
+			 (unsigned long long)r->total_lines);
+}
+
+static struct json_object *tool_read_file(struct mcp_tools *T, struct json_object *args)
+{
+	bool bad = false;
+	struct read_request rq = {.numbered = true};
+	struct read_result out = {0};
+	struct front_error e;
+	uint64_t start = monotonic_us();
+
+	e.code[0] = 0;
+	rq.path = arg_path(args, "path", &bad, &e);
+	if (e.code[0])
+		return tool_error(&e);
+	rq.offset = (uint64_t)arg_number(args, "offset", 0, 1e15, &bad);
+	rq.limit = (uint64_t)arg_number(args, "limit", 0, 1e15, &bad);
+	rq.from_end = arg_bool(args, "from_end", false, &bad);
+	if (bad || !rq.path)
+		return bad_arguments("read_file", "path (a string) is required; offset and limit "
+						  "are line counts; from_end is a boolean");
+	if (front_read_file(&T->paths, &T->budget, &rq, &out, &e) < 0) {
+		audit(T, "read_file", rq.path, &e, 0, start);
+		return tool_error(&e);
+	}
+	audit(T, "read_file", rq.path, NULL, out.text_len, start);
+	struct json_object *o = json_object_new_object();
+	json_object_object_add(o, "path", json_object_new_string(out.rel));
+	json_object_object_add(o, "size", json_object_new_uint64(out.size));
+	json_object_object_add(o, "total_lines", json_object_new_uint64(out.total_lines));
+	json_object_object_add(o, "first_line", json_object_new_uint64(out.first_line));
+	json_object_object_add(o, "last_line", json_object_new_uint64(out.last_line));
+	json_object_object_add(o, "truncated", json_object_new_boolean(out.truncated));
+	json_object_object_add(o, "binary", json_object_new_boolean(out.binary));
+	json_object_object_add(o, "text", json_object_new_string_len(out.text, (int)out.text_len));
+	char *text = NULL, note[PATH_MAX + 256] = "";
+	size_t n = 0;
+	add_text(&text, &n, out.text, out.text_len);
+	read_note(&out, n && text[n - 1] != '\n', note, sizeof(note));
+	add_text(&text, &n, note, strlen(note));
+	struct json_object *r = tool_result(o, text ? text : "");
+	free(text);
+	read_result_free(&out);
+	return r;
+}
+
+static struct json_object *write_result_json(const struct write_result *w, bool edit)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "path", json_object_new_string(w->rel));
+	json_object_object_add(o, "bytes", json_object_new_uint64(w->bytes));
+	if (edit)
+		json_object_object_add(o, "replacements", json_object_new_uint64(w->replacements));
+	else
+		json_object_object_add(o, "created", json_object_new_boolean(w->created));
+	return o;
+}
+
+static struct json_object *tool_write_file(struct mcp_tools *T, struct json_object *args)
+{
+	bool bad = false;
+	struct write_result w = {0};
+	struct front_error e = {.code = ""};
+	uint64_t start = monotonic_us();
+	const char *path = arg_path(args, "path", &bad, &e);
+	struct json_object *content;
+
+	if (e.code[0])
+		return tool_error(&e);
+	char text[PATH_MAX + 128];
+
+	if (!json_object_object_get_ex(args, "content", &content) ||
+	    !json_object_is_type(content, json_type_string) || bad || !path)
+		return bad_arguments("write_file", "path and content (strings) are required");
+	size_t len = (size_t)json_object_get_string_len(content);
+	if (front_write_file(&T->paths, path, json_object_get_string(content), len, &w, &e) < 0) {
+		audit(T, "write_file", path, &e, 0, start);
+		return tool_error(&e);
+	}
+	audit(T, "write_file", path, NULL, len, start);
+	snprintf(text, sizeof(text), "%s %s (%llu bytes)", w.created ? "created" : "replaced", w.rel,
+		 (unsigned long long)w.bytes);
+	return tool_result(write_result_json(&w, false), text);
+}
+
+static struct json_object *tool_edit_file(struct mcp_tools *T, struct json_object *args)
+{
+	bool bad = false;
+	struct write_result w = {0};
+	struct front_error e = {.code = ""};
+	uint64_t start = monotonic_us();
+	const char *path = arg_path(args, "path", &bad, &e);
+	struct json_object *old, *new;
+
+	if (e.code[0])
+		return tool_error(&e);
+	char text[PATH_MAX + 128];
+
+	if (!json_object_object_get_ex(args, "old_string", &old) ||
+	    !json_object_object_get_ex(args, "new_string", &new) ||
+	    !json_object_is_type(old, json_type_string) ||
+	    !json_object_is_type(new, json_type_string) || bad || !path)
+		return bad_arguments("edit_file", "path, old_string and new_string (strings) are "
+						  "required");
+	if (front_edit_file(&T->paths, path, json_object_get_string(old),
+			    (size_t)json_object_get_string_len(old), json_object_get_string(new),
+			    (size_t)json_object_get_string_len(new), &w, &e) < 0) {
+		audit(T, "edit_file", path, &e, 0, start);
+		return tool_error(&e);
+	}
+	audit(T, "edit_file", path, NULL, w.bytes, start);
+	snprintf(text, sizeof(text), "edited %s: 1 replacement, %llu bytes now", w.rel,
+		 (unsigned long long)w.bytes);
+	return tool_result(write_result_json(&w, true), text);
+}
+
+static struct json_object *search_json(const char *query, const struct search_result *s)
+{
+	struct json_object *o = json_object_new_object(), *hits = json_object_new_array();
+
+	for (size_t i = 0; i < s->nhits; i++) {
+		struct json_object *h = json_object_new_object();
+		json_object_object_add(h, "path", json_object_new_string(s->hits[i].path));
+		json_object_object_add(h, "line", json_object_new_uint64(s->hits[i].line));
+		json_object_object_add(h, "snippet", json_object_new_string(s->hits[i].snippet));
+		json_object_object_add(h, "score", json_object_new_double(s->hits[i].score));
+		json_object_array_add(hits, h);
+	}
+	json_object_object_add(o, "query", json_object_new_string(query));
+	json_object_object_add(o, "hits", hits);
+	json_object_object_add(o, "files_indexed", json_object_new_uint64(s->files_indexed));
+	json_object_object_add(o, "files_updated", json_object_new_uint64(s->files_updated));
+	return o;
+}
+
+static char *search_text(const char *query, const struct search_result *s)
+{
+	char *t = NULL, line[512];
+	size_t n = 0;
+
+	add_text(&t, &n, "", 0);
+	for (size_t i = 0; i < s->nhits; i++) {
+		snprintf(line, sizeof(line), "%s:%llu: ", s->hits[i].path,
+			 (unsigned long long)s->hits[i].line);
+		add_text(&t, &n, line, strlen(line));
+		add_text(&t, &n, s->hits[i].snippet, strlen(s->hits[i].snippet));
+		add_text(&t, &n, "\n", 1);
+	}
+	snprintf(line, sizeof(line), "[%zu hit%s for \"%.200s\" in %llu indexed files]", s->nhits,
+		 s->nhits == 1 ? "" : "s", query, (unsigned long long)s->files_indexed);
+	add_text(&t, &n, line, strlen(line));
+	return t;
+}
+
+static struct json_object *tool_search(struct mcp_tools *T, struct json_object *args)
+{
+	bool bad = false;
+	struct search_result s = {0};
+	struct front_error e;
+	uint64_t start = monotonic_us();
+	const char *query = arg_string(args, "query", &bad);
+	struct search_options o = T->search;
+
+	o.limit = (size_t)arg_number(args, "limit", SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, &bad);
+	if (bad || !query)
+		return bad_arguments("search", "query (a string) is required; limit is 1 to 100");
+	if (front_search(&T->paths, &o, query, &s, &e) < 0) {
+		audit(T, "search", query, &e, 0, start);
+		return tool_error(&e);
+	}
+	char *text = search_text(query, &s);
+	audit(T, "search", query, NULL, text ? strlen(text) : 0, start);
+	struct json_object *r = tool_result(search_json(query, &s), text ? text : "");
+	free(text);
+	search_result_free(&s);
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* The table                                                           */
+
+static const struct mcp_tool tools[] = {
+	{"bash", "Run a shell command",
+	 "Run a command in a persistent bash session inside the box (cd, variables and functions "
+	 "persist between calls). Returns its stdout and stderr, its exit code and its state. "
+	 "Output over the budget is cut in the middle with a marker; the whole of it is kept in "
+	 "the spill file named in the result. A command still running after `timeout` seconds "
+	 "goes on: bash_output waits for more, bash_input answers a prompt, bash_interrupt stops it.",
+	 "{\"type\":\"object\",\"required\":[\"command\"],\"properties\":{"
+	 "\"command\":{\"type\":\"string\",\"description\":\"bash source, as typed at a prompt\"},"
+	 SESSION_ARG "," TIMEOUT_ARG("30") "}}",
+	 COMMAND_OUTPUT, tool_bash},
+	{"bash_output", "Wait for more output",
+	 "Wait up to `timeout` seconds for more output of the command running in the session, and "
+	 "return it (only what came since the last call) with the command's state.",
+	 "{\"type\":\"object\",\"properties\":{" SESSION_ARG "," TIMEOUT_ARG("10") "}}",
+	 COMMAND_OUTPUT, tool_bash_output},
+	{"bash_input", "Send input to the command",
+	 "Send text to the standard input of the command running in the session (a newline is "
+	 "added unless `newline` is false; `eof` closes its input), then return its output and state.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"text\":{\"type\":\"string\"},"
+	 "\"newline\":{\"type\":\"boolean\",\"description\":\"add a newline (default true)\"},"
+	 "\"eof\":{\"type\":\"boolean\",\"description\":\"then close the command's input\"},"
+	 SESSION_ARG "," TIMEOUT_ARG("1") "}}",
+	 COMMAND_OUTPUT, tool_bash_input},
+	{"bash_interrupt", "Interrupt the command",
+	 "Interrupt the command running in the session, as Ctrl-C does: the command ends, the "
+	 "session and its state live on.",
+	 "{\"type\":\"object\",\"properties\":{" SESSION_ARG "," TIMEOUT_ARG("1") "}}",
+	 COMMAND_OUTPUT, tool_bash_interrupt},
+	{"read_file", "Read a file",
+	 "Read a text file's lines, numbered, within the output budget: `offset` is the first line "
+	 "(from 1), `limit` how many; with `from_end`, `offset` counts from the end. Gives the total "
+	 "line count. A binary file gives a one-line summary. Paths are relative to the root.",
+	 "{\"type\":\"object\",\"required\":[\"path\"],\"properties\":{"
+	 "\"path\":{\"type\":\"string\"},"
+	 "\"offset\":{\"type\":\"integer\",\"minimum\":0},"
+	 "\"limit\":{\"type\":\"integer\",\"minimum\":0},"
+	 "\"from_end\":{\"type\":\"boolean\"}}}",
+	 "{\"type\":\"object\",\"required\":[\"path\",\"total_lines\",\"text\"],\"properties\":{"
+	 "\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
+	 "\"total_lines\":{\"type\":\"integer\"},\"first_line\":{\"type\":\"integer\"},"
+	 "\"last_line\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\"},"
+	 "\"binary\":{\"type\":\"boolean\"},\"text\":{\"type\":\"string\"}}}",
+	 tool_read_file},
+	{"write_file", "Write a file",
+	 "Create or replace a file with `content`, atomically (a temporary file renamed over it); "
+	 "an existing file keeps its mode. The directory must exist.",
+	 "{\"type\":\"object\",\"required\":[\"path\",\"content\"],\"properties\":{"
+	 "\"path\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"}}}",
+	 "{\"type\":\"object\",\"required\":[\"path\",\"bytes\"],\"properties\":{"
+	 "\"path\":{\"type\":\"string\"},\"created\":{\"type\":\"boolean\"},"
+	 "\"bytes\":{\"type\":\"integer\"}}}",
+	 tool_write_file},
+	{"edit_file", "Edit a file",
+	 "Replace `old_string` by `new_string` in a file. `old_string` must occur exactly once: "
+	 "give more context around it when it occurs more often.",
+	 "{\"type\":\"object\",\"required\":[\"path\",\"old_string\",\"new_string\"],"
+	 "\"properties\":{\"path\":{\"type\":\"string\"},\"old_string\":{\"type\":\"string\"},"
+	 "\"new_string\":{\"type\":\"string\"}}}",
+	 "{\"type\":\"object\",\"required\":[\"path\",\"bytes\",\"replacements\"],\"properties\":{"
+	 "\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},"
+	 "\"replacements\":{\"type\":\"integer\"}}}",
+	 tool_edit_file},
+	{"search", "Search the files",
+	 "Ranked full-text search (bm25) over the text files under the root, for plain words. "
+	 "Gives path, line and the matching line for each hit, best first.",
+	 "{\"type\":\"object\",\"required\":[\"query\"],\"properties\":{"
+	 "\"query\":{\"type\":\"string\"},"
+	 "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100}}}",
+	 "{\"type\":\"object\",\"required\":[\"query\",\"hits\"],\"properties\":{"
+	 "\"query\":{\"type\":\"string\"},"
+	 "\"hits\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+	 "\"required\":[\"path\",\"line\",\"snippet\"],\"properties\":{"
+	 "\"path\":{\"type\":\"string\"},\"line\":{\"type\":\"integer\"},"
+	 "\"snippet\":{\"type\":\"string\"},\"score\":{\"type\":\"number\"}}}},"
+	 "\"files_indexed\":{\"type\":\"integer\"},\"files_updated\":{\"type\":\"integer\"}}}",
+	 tool_search},
+};
+
+struct json_object *mcp_tools_list(void)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
+		struct json_object *t = json_object_new_object();
+		json_object_object_add(t, "name", json_object_new_string(tools[i].name));
+		json_object_object_add(t, "title", json_object_new_string(tools[i].title));
+		json_object_object_add(t, "description",
+				       json_object_new_string(tools[i].description));
+		json_object_object_add(t, "inputSchema", json_tokener_parse(tools[i].input));
+		json_object_object_add(t, "outputSchema", json_tokener_parse(tools[i].output));
+		json_object_array_add(a, t);
+	}
+	return a;
+}
+
+struct json_object *mcp_tools_call(struct mcp_tools *T, const char *name,
+				   struct json_object *args)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
+		if (strcmp(tools[i].name, name) == 0) {
+			if (args && !json_object_is_type(args, json_type_object))
+				return bad_arguments(name, "arguments must be an object");
+			struct json_object *empty = args ? NULL : json_object_new_object();
+			struct json_object *r = tools[i].run(T, args ? args : empty);
+			json_object_put(empty);
+			return r;
+		}
+	return NULL;
+}
+
+int mcp_tools_init(struct mcp_tools *T, const struct config *cfg, const struct mcp_options *o,
+		   struct front_error *e)
+{
+	char here[PATH_MAX];
+	const char *root = o->root;
+
+	*T = (struct mcp_tools){.cfg = cfg, .conn.fd = -1, .paths.root_fd = -1};
+	if (!root && !(root = getcwd(here, sizeof(here))))
+		return front_fail(e, FRONT_EXECUTION, "NO_ROOT",
+				  "the working directory cannot be named: %s; give --root",
+				  strerror(errno));
+	if (path_policy_init(&T->paths, root, o->extensions, e) < 0)
+		return -1;
+	if (o->session)
+		snprintf(T->session, sizeof(T->session), "%s", o->session);
+	T->search.index_path = o->index_path;
+	T->search.embed_command = o->embed_command;
+	T->budget.max_bytes = cfg->defaults.max_bytes;
+	T->budget.max_lines = cfg->defaults.max_lines;
+	return 0;
+}
+
+void mcp_tools_free(struct mcp_tools *T)
+{
+	sess_client_close(&T->conn);
+	path_policy_free(&T->paths);
+}

@@ -1,0 +1,66 @@
+/*
+ * The tools of `toolrun mcp` (docs/mcp.md): bash, bash_output, bash_input,
+ * bash_interrupt over a toolrund session, and read_file, write_file,
+ * edit_file and search over the front ends' module (front/). Each tool
+ * has an input and an output schema; a result carries structuredContent
+ * and one text block written for the model, or isError with one line.
+ *
+ * The JSON-RPC side (mcp.c) lends the tools its way of waiting for a
+ * session's answer, so that it can answer pings, interrupt a cancelled
+ * command and send progress while a command runs.
+ */
+#ifndef TOOLRUN_CLI_MCPTOOLS_H
+#define TOOLRUN_CLI_MCPTOOLS_H
+
+#include <stdbool.h>
+
+#include <json-c/json.h>
+
+#include "config.h"
+#include "files.h"
+#include "path.h"
+#include "search.h"
+#include "sessclient.h"
+
+struct mcp_options {
+	const char *root;          /* NULL: the working directory */
+	const char *session;       /* NULL: a new one on the first bash call */
+	const char *extensions;    /* NULL: any */
+	const char *index_path;    /* NULL: search.h's default */
+	const char *embed_command; /* NULL: none */
+};
+
+struct mcp_tools;
+
+/* Send sc on T->conn and wait for its answer (sess_client_call's
+ * contract), doing the server's work meanwhile. */
+typedef int (*mcp_wait_call_fn)(void *server, struct mcp_tools *T, Toolrun__SessionCall *sc,
+				int attach, struct sess_answer *a, char *why, size_t len);
+
+struct mcp_tools {
+	const struct config *cfg;
+	struct path_policy paths;
+	struct search_options search;
+	struct read_budget budget;
+	char session[65];       /* the default session; "" until the first bash */
+	struct sess_client conn; /* fd -1 until the first use */
+	bool audit_warned;      /* said once that records cannot reach toolrund */
+	mcp_wait_call_fn wait_call;
+	void *server;
+};
+
+/* 0, or -1 with e (a root that is not a directory, ...). */
+int mcp_tools_init(struct mcp_tools *T, const struct config *cfg, const struct mcp_options *o,
+		   struct front_error *e);
+void mcp_tools_free(struct mcp_tools *T);
+
+/* The array of tools/list. */
+struct json_object *mcp_tools_list(void);
+/* The result of tools/call, or NULL for a tool that does not exist. */
+struct json_object *mcp_tools_call(struct mcp_tools *T, const char *name,
+				   struct json_object *args);
+/* Interrupt the command of session on a connection of its own (the main
+ * one is waiting): for a cancelled call. */
+void mcp_tools_interrupt(struct mcp_tools *T, const char *session);
+
+#endif

@@ -1,0 +1,1095 @@
+/*
+ * Ranked full-text search over the files under a root (search.h): an
+ * SQLite FTS5 index on disk, brought up to date on each query, ranked by
+ * bm25, optionally re-ranked by a user's embedding command.
+ */
+#include "search.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <openssl/evp.h>
+#include <sqlite3.h>
+
+#include "util.h"
+
+/* Lines per chunk: small enough that a hit names a line an agent can
+ * open, large enough that a chunk holds a function's worth of context for
+ * bm25 and for an embedding command. */
+#define CHUNK_LINES 30
+/* Chunk rowids are <file id> << CHUNK_BITS | <chunk number>, so that a
+ * file's chunks are one rowid range: FTS5 deletes a range by rowid at
+ * once, where a delete by the (unindexed) path column scans every row.
+ * A 1 MiB file has at most 2^20 lines, hence fewer chunks than this. */
+#define CHUNK_BITS 20
+/* The bytes looked at for a NUL, as git and grep do to call a file binary. */
+#define BINARY_PROBE 8192
+/* Directories deeper than this are not walked: fds stay bounded. */
+#define MAX_DEPTH 64
+/* Words of a query kept; the rest are dropped. */
+#define MAX_WORDS 32
+/* Snippets are cut to about this many bytes around the match. */
+#define SNIPPET_BYTES 200
+/* bm25 candidates an embedding command re-ranks. */
+#define EMBED_CANDIDATES 50
+/* An embedding command that runs longer than this is killed. */
+#define EMBED_TIMEOUT_MS 60000
+/* Output kept from an embedding command: a number per candidate. */
+#define EMBED_MAX_OUTPUT (64 * 1024)
+/* Another process updating the same index is waited for this long. */
+#define BUSY_TIMEOUT_MS 10000
+/* Bumped when the schema changes: an older index is dropped and rebuilt. */
+#define SCHEMA_VERSION 1
+
+/*
+ * The tokenizer: plain unicode61, whose separators include '_'. An
+ * identifier such as front_search is then the tokens "front" "search", and
+ * the query word front_search, quoted, is the phrase of both, adjacent:
+ * it still finds the identifier, while the word "search" alone finds it
+ * too, which agents rely on when they know part of a name. tokenchars '_'
+ * would lose that; trigram would find any substring but ranks poorly with
+ * bm25 (every trigram is a term) and finds nothing for words under three
+ * letters. No stemming: code is not prose, and the line of a hit is found
+ * by the same word boundaries (find_word).
+ */
+static const char SCHEMA[] =
+	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS files(path TEXT PRIMARY KEY, id INTEGER NOT NULL UNIQUE,"
+	" mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL);"
+	"CREATE VIRTUAL TABLE IF NOT EXISTS chunks USING fts5(path UNINDEXED,"
+	" first_line UNINDEXED, text, tokenize = 'unicode61');";
+
+static const char DROP[] = "DROP TABLE IF EXISTS chunks; DROP TABLE IF EXISTS files;"
+			   "DROP TABLE IF EXISTS meta;";
+
+/* The index being brought up to date: its statements, its counts. */
+struct indexer {
+	sqlite3 *db;
+	const char *index_path;
+	const struct path_policy *p;
+	sqlite3_stmt *get_file, *put_file, *new_id, *del_range, *put_chunk, *put_seen;
+	uint64_t updated;
+};
+
+/* A query's words (runs of word bytes), as offsets into a copy. */
+struct words {
+	char *buf;
+	const char *word[MAX_WORDS];
+	size_t n;
+};
+
+/* One bm25 candidate. */
+struct candidate {
+	struct search_hit hit;
+	char *text; /* the chunk, for an embedding command */
+	double bm25_score;
+	double embed_score;
+	size_t rank; /* bm25 order: the tie-break */
+};
+
+struct candidates {
+	struct candidate *c;
+	size_t n;
+};
+
+static int db_fail(struct front_error *e, sqlite3 *db, const char *index_path)
+{
+	return front_fail(e, FRONT_EXECUTION, "INDEX_ERROR", "%s: %s", index_path,
+			  sqlite3_errmsg(db));
+}
+
+static int no_memory(struct front_error *e)
+{
+	return front_fail(e, FRONT_INTERNAL, "NO_MEMORY", "search: out of memory");
+}
+
+/* ───────────────────────── the index file ───────────────────────── */
+
+/* mkdir -p of dir's components, 0700: a cache of the user's files is
+ * the user's alone. */
+static int make_dirs(char *dir, struct front_error *e)
+{
+	for (char *s = dir + 1;; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char was = *s;
+		*s = '\0';
+		int r = mkdir(dir, 0700);
+		int err = errno;
+		*s = was;
+		if (r < 0 && err != EEXIST)
+			return front_fail(e, FRONT_EXECUTION, "INDEX_ERROR", "%.*s: %s",
+					  (int)(s - dir), dir, strerror(err));
+		if (!was)
+			return 0;
+	}
+}
+
+/* A directory for the index: made (0700) and writable, and for the one
+ * under /tmp, ours and no symlink (another user could have made it
+ * first). */
+static bool usable_dir(char *dir, bool shared_parent)
+{
+	struct front_error ignored;
+	struct stat st;
+
+	if (make_dirs(dir, &ignored) < 0 || access(dir, W_OK | X_OK) < 0)
+		return false;
+	return !shared_parent || (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+				  st.st_uid == getuid() && (st.st_mode & 077) == 0);
+}
+
+/* The first directory of $XDG_CACHE_HOME/toolrun, ~/.cache/toolrun and
+ * ${TMPDIR:-/tmp}/toolrun-cache-UID that can be used: a box's home may
+ * be read-only, its /tmp is not. A relative XDG_CACHE_HOME is ignored,
+ * as the XDG spec says. */
+static int index_dir(char *dir, size_t len, struct front_error *e)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	const char *tmp = getenv("TMPDIR");
+	int n;
+
+	n = xdg && xdg[0] == '/' ? snprintf(dir, len, "%s/toolrun", xdg) : -1;
+	if (n > 0 && (size_t)n < len && usable_dir(dir, false))
+		return 0;
+	n = home && home[0] == '/' ? snprintf(dir, len, "%s/.cache/toolrun", home) : -1;
+	if (n > 0 && (size_t)n < len && usable_dir(dir, false))
+		return 0;
+	n = snprintf(dir, len, "%s/toolrun-cache-%u", tmp && tmp[0] == '/' ? tmp : "/tmp",
+		     (unsigned)getuid());
+	if (n > 0 && (size_t)n < len && usable_dir(dir, true))
+		return 0;
+	return front_fail(e, FRONT_EXECUTION, "INDEX_ERROR",
+			  "search: no place for the index: $XDG_CACHE_HOME/toolrun, "
+			  "~/.cache/toolrun and %s cannot be used; give an index path (--index)",
+			  dir);
+}
+
+/* <index_dir>/search-<16 hex of sha256(root)>.sqlite. */
+static int default_index_path(const char *root, char *out, size_t len, struct front_error *e)
+{
+	char dir[PATH_MAX];
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned mdlen = 0;
+
+	if (!EVP_Digest(root, strlen(root), md, &mdlen, EVP_sha256(), NULL) || mdlen < 8)
+		return front_fail(e, FRONT_INTERNAL, "SHA256", "search: sha256 of %s failed", root);
+	if (index_dir(dir, sizeof(dir), e) < 0)
+		return -1;
+	int n = snprintf(out, len, "%s/search-", dir);
+	for (unsigned i = 0; i < 8 && n > 0 && (size_t)n + 2 < len; i++)
+		n += snprintf(out + n, len - (size_t)n, "%02x", md[i]);
+	if (n < 0 || (size_t)n + sizeof(".sqlite") > len)
+		return front_fail(e, FRONT_EXECUTION, "INDEX_ERROR", "%s: path too long", dir);
+	snprintf(out + n, len - (size_t)n, ".sqlite");
+	return 0;
+}
+
+static int exec_sql(sqlite3 *db, const char *index_path, const char *sql, struct front_error *e)
+{
+	return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0
+								      : db_fail(e, db, index_path);
+}
+
+/* One integer from a query of one row (user_version, ...). */
+static int query_int(sqlite3 *db, const char *sql, int64_t *out)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	int r = sqlite3_step(st);
+	*out = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+	sqlite3_finalize(st);
+	return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : -1;
+}
+
+/* Open the index: waits for another process rather than failing (two MCP
+ * servers on one root), WAL so that readers never block the writer. */
+static int open_index(const char *index_path, sqlite3 **db, struct front_error *e)
+{
+	/* Debian builds FTS5 in; a build without it could not search at all. */
+	if (!sqlite3_compileoption_used("ENABLE_FTS5"))
+		return front_fail(e, FRONT_EXECUTION, "INDEX_ERROR",
+				  "%s: this SQLite (%s) was built without FTS5, which search needs",
+				  index_path, sqlite3_libversion());
+	int r = sqlite3_open_v2(index_path, db,
+				SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW,
+				NULL);
+	if (r != SQLITE_OK) {
+		if (!*db)
+			return no_memory(e);
+		db_fail(e, *db, index_path);
+		sqlite3_close(*db);
+		*db = NULL;
+		return -1;
+	}
+	sqlite3_busy_timeout(*db, BUSY_TIMEOUT_MS);
+	/* WAL is a property of the file: once set, it stays. Setting it takes
+	 * the file for a moment without waiting (no busy handler), so another
+	 * process opening the index at once may make this fail with BUSY:
+	 * it is then that process setting it, and every transaction below
+	 * waits its turn whatever the mode. */
+	r = sqlite3_exec(*db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+	if (r != SQLITE_OK && r != SQLITE_BUSY)
+		return db_fail(e, *db, index_path);
+	/* A cache: losing the last transaction on a power cut costs a re-index. */
+	return exec_sql(*db, index_path, "PRAGMA synchronous=NORMAL", e);
+}
+
+/* Inside the write transaction: make the schema, or make it again when
+ * it is of another version or the index was another root's. */
+static int ensure_schema(struct indexer *ix, struct front_error *e)
+{
+	int64_t version;
+	sqlite3_stmt *st = NULL;
+
+	if (query_int(ix->db, "PRAGMA user_version", &version) < 0)
+		return db_fail(e, ix->db, ix->index_path);
+	if (version != SCHEMA_VERSION && exec_sql(ix->db, ix->index_path, DROP, e) < 0)
+		return -1;
+	if (exec_sql(ix->db, ix->index_path, SCHEMA, e) < 0)
+		return -1;
+	if (version != SCHEMA_VERSION) {
+		char sql[64];
+		snprintf(sql, sizeof(sql), "PRAGMA user_version=%d", SCHEMA_VERSION);
+		if (exec_sql(ix->db, ix->index_path, sql, e) < 0)
+			return -1;
+	}
+	/* One index file given for two roots would mix their files. */
+	if (sqlite3_prepare_v2(ix->db, "SELECT value FROM meta WHERE key='root'", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return db_fail(e, ix->db, ix->index_path);
+	int r = sqlite3_step(st);
+	bool same = r == SQLITE_ROW &&
+		    strcmp((const char *)sqlite3_column_text(st, 0), ix->p->root) == 0;
+	sqlite3_finalize(st);
+	if (r != SQLITE_ROW && r != SQLITE_DONE)
+		return db_fail(e, ix->db, ix->index_path);
+	if (same)
+		return 0;
+	if (exec_sql(ix->db, ix->index_path, "DELETE FROM files; DELETE FROM chunks;", e) < 0 ||
+	    sqlite3_prepare_v2(ix->db, "INSERT OR REPLACE INTO meta VALUES('root', ?)", -1, &st,
+			       NULL) != SQLITE_OK)
+		return db_fail(e, ix->db, ix->index_path);
+	sqlite3_bind_text(st, 1, ix->p->root, -1, SQLITE_STATIC);
+	r = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return r == SQLITE_DONE ? 0 : db_fail(e, ix->db, ix->index_path);
+}
+
+static int prepare_all(struct indexer *ix, struct front_error *e)
+{
+	static const struct {
+		size_t off;
+		const char *sql;
+	} stmts[] = {
+		{offsetof(struct indexer, get_file),
+		 "SELECT id, mtime_ns, size FROM files WHERE path = ?"},
+		{offsetof(struct indexer, put_file),
+		 "INSERT OR REPLACE INTO files(path, id, mtime_ns, size) VALUES(?, ?, ?, ?)"},
+		{offsetof(struct indexer, new_id), "SELECT coalesce(max(id), 0) + 1 FROM files"},
+		{offsetof(struct indexer, del_range),
+		 "DELETE FROM chunks WHERE rowid >= ? AND rowid < ?"},
+		{offsetof(struct indexer, put_chunk),
+		 "INSERT INTO chunks(rowid, path, first_line, text) VALUES(?, ?, ?, ?)"},
+		{offsetof(struct indexer, put_seen), "INSERT OR IGNORE INTO temp.seen VALUES(?)"},
+	};
+	if (exec_sql(ix->db, ix->index_path,
+		     "CREATE TEMP TABLE IF NOT EXISTS seen(path TEXT PRIMARY KEY);"
+		     "DELETE FROM temp.seen;",
+		     e) < 0)
+		return -1;
+	for (size_t i = 0; i < ARRAY_SIZE(stmts); i++) {
+		sqlite3_stmt **st = (sqlite3_stmt **)((char *)ix + stmts[i].off);
+		if (sqlite3_prepare_v2(ix->db, stmts[i].sql, -1, st, NULL) != SQLITE_OK)
+			return db_fail(e, ix->db, ix->index_path);
+	}
+	return 0;
+}
+
+static void finalize_all(struct indexer *ix)
+{
+	sqlite3_stmt *all[] = {ix->get_file, ix->put_file, ix->new_id,
+			       ix->del_range, ix->put_chunk, ix->put_seen};
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
+		sqlite3_finalize(all[i]);
+}
+
+/* Run a prepared statement that returns no row, and reset it. */
+static int step_done(struct indexer *ix, sqlite3_stmt *st, struct front_error *e)
+{
+	int r = sqlite3_step(st);
+	sqlite3_reset(st);
+	return r == SQLITE_DONE ? 0 : db_fail(e, ix->db, ix->index_path);
+}
+
+/* ───────────────────────── reading and chunking ───────────────────────── */
+
+static bool extension_allowed(const struct path_policy *p, const char *name)
+{
+	if (p->nextensions == 0)
+		return true;
+	const char *dot = strrchr(name, '.');
+	if (!dot || dot == name)
+		return false;
+	for (unsigned i = 0; i < p->nextensions && i < PATH_POLICY_MAX_EXTENSIONS; i++)
+		if (strcmp(dot + 1, p->extensions[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The whole file, if it is a regular text file within the size limit;
+ * *text NULL when it is not (binary, grown, swapped for something else). */
+static int read_text(int at, const char *name, char **text, size_t *len, struct stat *st)
+{
+	/* O_NONBLOCK: a FIFO put in the file's place since the stat must not
+	 * hang the query; O_NOFOLLOW: nor a link be followed out of the root. */
+	_cleanup_close_ int fd =
+		openat(at, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	*text = NULL;
+	if (fd < 0 || fstat(fd, st) < 0 || !S_ISREG(st->st_mode) ||
+	    st->st_size > SEARCH_MAX_FILE_BYTES)
+		return 0;
+	char *buf = malloc((size_t)st->st_size + 1);
+	if (!buf)
+		return -ENOMEM;
+	size_t n = 0;
+	while (n <= (size_t)st->st_size) {
+		ssize_t r = read(fd, buf + n, (size_t)st->st_size + 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	if (n > (size_t)st->st_size || memchr(buf, '\0', MIN(n, (size_t)BINARY_PROBE))) {
+		free(buf);
+		return 0;
+	}
+	*text = buf;
+	*len = n;
+	return 0;
+}
+
+/* Insert the file's chunks of CHUNK_LINES lines under rowids base, base+1... */
+static int put_chunks(struct indexer *ix, const char *rel, int64_t base, const char *text,
+		      size_t len, struct front_error *e)
+{
+	size_t start = 0;
+	uint64_t line = 1;
+
+	for (int64_t k = 0; start < len; k++) {
+		size_t end = start;
+		for (int i = 0; i < CHUNK_LINES && end < len; i++) {
+			const char *nl = memchr(text + end, '\n', len - end);
+			end = nl ? (size_t)(nl - text) + 1 : len;
+		}
+		sqlite3_stmt *st = ix->put_chunk;
+		sqlite3_bind_int64(st, 1, base + k);
+		sqlite3_bind_text(st, 2, rel, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (int64_t)line);
+		sqlite3_bind_text(st, 4, text + start, (int)(end - start), SQLITE_STATIC);
+		if (step_done(ix, st, e) < 0)
+			return -1;
+		line += CHUNK_LINES;
+		start = end;
+	}
+	return 0;
+}
+
+/* The file's id in the index and whether it is unchanged; a new id for
+ * a new file. */
+static int lookup_file(struct indexer *ix, const char *rel, const struct stat *st, int64_t *id,
+		       bool *unchanged, struct front_error *e)
+{
+	int64_t mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	sqlite3_stmt *q = ix->get_file;
+
+	sqlite3_bind_text(q, 1, rel, -1, SQLITE_STATIC);
+	int r = sqlite3_step(q);
+	if (r == SQLITE_ROW) {
+		*id = sqlite3_column_int64(q, 0);
+		*unchanged = sqlite3_column_int64(q, 1) == mtime_ns &&
+			     sqlite3_column_int64(q, 2) == (int64_t)st->st_size;
+	}
+	sqlite3_reset(q);
+	if (r == SQLITE_ROW)
+		return 0;
+	if (r != SQLITE_DONE)
+		return db_fail(e, ix->db, ix->index_path);
+	*unchanged = false;
+	r = sqlite3_step(ix->new_id);
+	*id = sqlite3_column_int64(ix->new_id, 0);
+	sqlite3_reset(ix->new_id);
+	return r == SQLITE_ROW ? 0 : db_fail(e, ix->db, ix->index_path);
+}
+
+static int mark_seen(struct indexer *ix, const char *rel, struct front_error *e)
+{
+	sqlite3_bind_text(ix->put_seen, 1, rel, -1, SQLITE_STATIC);
+	return step_done(ix, ix->put_seen, e);
+}
+
+/* One regular file met by the walk: skipped, kept, or indexed again. */
+static int visit_file(struct indexer *ix, int at, const char *name, const char *rel,
+		      const struct stat *seen, struct front_error *e)
+{
+	int64_t id = 0;
+	bool unchanged = false;
+	struct stat st;
+	char *text;
+	size_t len;
+
+	if (seen->st_size > SEARCH_MAX_FILE_BYTES || !extension_allowed(ix->p, name))
+		return 0;
+	if (lookup_file(ix, rel, seen, &id, &unchanged, e) < 0)
+		return -1;
+	if (unchanged)
+		return mark_seen(ix, rel, e);
+	if (read_text(at, name, &text, &len, &st) < 0)
+		return no_memory(e);
+	if (!text)
+		return 0; /* not in seen: dropped from the index if it was in */
+	int64_t base = id << CHUNK_BITS;
+	int64_t mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	sqlite3_bind_int64(ix->del_range, 1, base);
+	sqlite3_bind_int64(ix->del_range, 2, base + ((int64_t)1 << CHUNK_BITS));
+	sqlite3_bind_text(ix->put_file, 1, rel, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(ix->put_file, 2, id);
+	sqlite3_bind_int64(ix->put_file, 3, mtime_ns);
+	sqlite3_bind_int64(ix->put_file, 4, (int64_t)st.st_size);
+	int r = step_done(ix, ix->del_range, e) < 0 || put_chunks(ix, rel, base, text, len, e) < 0 ||
+			step_done(ix, ix->put_file, e) < 0 || mark_seen(ix, rel, e) < 0
+		? -1
+		: 0;
+	free(text);
+	if (r == 0)
+		ix->updated++;
+	return r;
+}
+
+/* ───────────────────────── the walk ───────────────────────── */
+
+static int walk_dir(struct indexer *ix, int at, char *rel, size_t rel_len, int depth,
+		    struct front_error *e);
+
+/* One directory entry: rel holds the directory's path from the root
+ * (rel_len bytes, "" for the root). Links are never followed, so nothing
+ * outside the root is read; only regular files and directories count. */
+static int visit_entry(struct indexer *ix, int at, const char *name, char *rel,
+		       size_t rel_len, int depth, struct front_error *e)
+{
+	struct stat st;
+
+	/* Version control's store and installed packages: not the
+	 * workspace's own text, and often most of its files. */
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, ".git") == 0 ||
+	    strcmp(name, "node_modules") == 0)
+		return 0;
+	size_t n = strlen(name);
+	if (rel_len + n + 2 > PATH_MAX)
+		return 0;
+	if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0; /* gone since readdir */
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return 0;
+	size_t len = rel_len;
+	if (len)
+		rel[len++] = '/';
+	memcpy(rel + len, name, n + 1);
+	int r = S_ISREG(st.st_mode) ? visit_file(ix, at, name, rel, &st, e)
+				    : walk_dir(ix, at, rel, len + n, depth + 1, e);
+	rel[rel_len] = '\0';
+	return r;
+}
+
+/* Walk the directory at rel (opened from `at` by its last component, or
+ * `at` itself for the root). Directories that cannot be opened are
+ * skipped: a query must not fail for one unreadable corner of the tree. */
+static int walk_dir(struct indexer *ix, int at, char *rel, size_t rel_len, int depth,
+		    struct front_error *e)
+{
+	if (depth > MAX_DEPTH)
+		return 0;
+	const char *last = depth == 0 ? "." : strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+	DIR *d = dir_open_at(at, last, O_RDONLY | O_NOFOLLOW);
+	if (!d) {
+		if (depth == 0)
+			return front_fail(e, FRONT_EXECUTION, "INDEX_ERROR", "%s: %s",
+					  ix->p->root, strerror(errno));
+		return 0;
+	}
+	int r = 0;
+	for (struct dirent *de; r == 0 && (de = readdir(d));)
+		r = visit_entry(ix, dirfd(d), de->d_name, rel, rel_len, depth, e);
+	closedir(d);
+	return r;
+}
+
+/* Drop the files the walk did not see (vanished, now binary or too big);
+ * returns how many, or -1. */
+static int64_t drop_unseen(struct indexer *ix, struct front_error *e)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(ix->db,
+			       "SELECT id FROM files WHERE path NOT IN (SELECT path FROM temp.seen)",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_fail(e, ix->db, ix->index_path);
+	int r;
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t base = sqlite3_column_int64(st, 0) << CHUNK_BITS;
+		sqlite3_bind_int64(ix->del_range, 1, base);
+		sqlite3_bind_int64(ix->del_range, 2, base + ((int64_t)1 << CHUNK_BITS));
+		if (step_done(ix, ix->del_range, e) < 0) {
+			sqlite3_finalize(st);
+			return -1;
+		}
+	}
+	sqlite3_finalize(st);
+	if (r != SQLITE_DONE ||
+	    exec_sql(ix->db, ix->index_path,
+		     "DELETE FROM files WHERE path NOT IN (SELECT path FROM temp.seen)", e) < 0)
+		return db_fail(e, ix->db, ix->index_path);
+	return sqlite3_changes64(ix->db);
+}
+
+/* The whole update, in one transaction taken for writing up front: two
+ * processes updating at once take turns (the busy timeout) instead of
+ * failing to upgrade a read lock. */
+static int update_index(struct indexer *ix, struct search_result *out, struct front_error *e)
+{
+	char rel[PATH_MAX] = "";
+	int64_t removed, count;
+	int root_fd = ix->p->root_fd;
+	_cleanup_close_ int own_fd = -1;
+
+	if (root_fd < 0) {
+		own_fd = open(ix->p->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (own_fd < 0)
+			return front_fail(e, FRONT_EXECUTION, "INDEX_ERROR", "%s: %s",
+					  ix->p->root, strerror(errno));
+		root_fd = own_fd;
+	}
+	if (exec_sql(ix->db, ix->index_path, "BEGIN IMMEDIATE", e) < 0)
+		return -1;
+	if (ensure_schema(ix, e) < 0 || prepare_all(ix, e) < 0 ||
+	    walk_dir(ix, root_fd, rel, 0, 0, e) < 0 || (removed = drop_unseen(ix, e)) < 0 ||
+	    query_int(ix->db, "SELECT count(*) FROM files", &count) < 0 ||
+	    exec_sql(ix->db, ix->index_path, "COMMIT", e) < 0) {
+		if (e->code[0] == '\0')
+			db_fail(e, ix->db, ix->index_path);
+		finalize_all(ix);
+		sqlite3_exec(ix->db, "ROLLBACK", NULL, NULL, NULL);
+		return -1;
+	}
+	finalize_all(ix);
+	out->files_indexed = (uint64_t)count;
+	out->files_updated = ix->updated;
+	out->files_removed = (uint64_t)removed;
+	return 0;
+}
+
+/* ───────────────────────── the query ───────────────────────── */
+
+/* Bytes of a word: what unicode61 keeps in a token, near enough (any
+ * byte of a multi-byte character counts; '_' joins the parts of an
+ * identifier, which the tokenizer splits again). */
+static bool word_byte(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       c == '_' || c >= 0x80;
+}
+
+static bool token_byte(unsigned char c)
+{
+	return c != '_' && word_byte(c);
+}
+
+/* Split the query into words; a word of '_' alone is no word. */
+static int split_words(const char *query, struct words *w, struct front_error *e)
+{
+	w->n = 0;
+	w->buf = strdup(query);
+	if (!w->buf)
+		return no_memory(e);
+	for (char *s = w->buf; *s && w->n < MAX_WORDS;) {
+		while (*s && !word_byte((unsigned char)*s))
+			s++;
+		char *start = s;
+		bool real = false;
+		for (; word_byte((unsigned char)*s); s++)
+			real |= token_byte((unsigned char)*s);
+		bool more = *s != '\0';
+		*s = '\0';
+		if (real)
+			w->word[w->n++] = start;
+		if (more)
+			s++;
+	}
+	if (w->n == 0)
+		return front_fail(e, FRONT_SYNTAX, "EMPTY_QUERY",
+				  "search: the query has no words to search for");
+	return 0;
+}
+
+/*
+ * "w1" OR "w2" ...: each word a quoted phrase, so that nothing in it is
+ * FTS5 syntax (quotes doubled, though words hold none). OR, not AND: bm25
+ * sums the words' scores, so chunks with all the words still rank first,
+ * but a word the agent guessed wrong (a name not in the code) does not
+ * empty the result, and a chunk with the rare words outranks one with
+ * only the common ones.
+ */
+static char *match_expr(const struct words *w)
+{
+	size_t cap = 1;
+	for (size_t i = 0; i < w->n; i++)
+		cap += 2 * strlen(w->word[i]) + 6;
+	char *out = malloc(cap);
+	if (!out)
+		return NULL;
+	char *o = out;
+	for (size_t i = 0; i < w->n; i++) {
+		if (i)
+			o = stpcpy(o, " OR ");
+		*o++ = '"';
+		for (const char *s = w->word[i]; *s; s++) {
+			if (*s == '"')
+				*o++ = '"';
+			*o++ = *s;
+		}
+		*o++ = '"';
+	}
+	*o = '\0';
+	return out;
+}
+
+/* needle (n bytes) in line[0, len), case-insensitive, on token
+ * boundaries as the tokenizer sees them; its offset or -1. */
+static ssize_t find_word(const char *line, size_t len, const char *needle, size_t n)
+{
+	if (n == 0)
+		return -1;
+	for (size_t i = 0; i + n <= len; i++) {
+		if (i > 0 && token_byte((unsigned char)line[i - 1]))
+			continue;
+		if (i + n < len && token_byte((unsigned char)line[i + n]))
+			continue;
+		if (strncasecmp(line + i, needle, n) == 0)
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+/* The first line of the chunk holding one of the words (whole, or with
+ * parts=true, a part between '_'): its offset in the chunk, its number
+ * in the chunk, and where in it the word is. */
+static bool find_line(const char *text, const struct words *w, bool parts, size_t *line_off,
+		      size_t *line_len, uint64_t *line_no, size_t *at)
+{
+	size_t tlen = strlen(text);
+	uint64_t no = 0;
+
+	for (size_t off = 0; off < tlen; no++) {
+		const char *nl = memchr(text + off, '\n', tlen - off);
+		size_t len = nl ? (size_t)(nl - text) - off : tlen - off;
+		for (size_t i = 0; i < w->n; i++) {
+			for (const char *s = w->word[i]; *s;) {
+				size_t n = parts ? strcspn(s, "_") : strlen(s);
+				ssize_t pos = find_word(text + off, len, s, n);
+				if (pos >= 0) {
+					*line_off = off, *line_len = len, *line_no = no;
+					*at = (size_t)pos;
+					return true;
+				}
+				s += n;
+				s += *s == '_';
+			}
+		}
+		off += len + 1;
+	}
+	return false;
+}
+
+/* The line, without its surrounding blanks, cut to about SNIPPET_BYTES
+ * around the match, on UTF-8 character boundaries. */
+static char *make_snippet(const char *line, size_t len, size_t at)
+{
+	size_t start = 0, end = len;
+	while (start < end && (line[start] == ' ' || line[start] == '\t'))
+		start++;
+	while (end > start && strchr(" \t\r", line[end - 1]))
+		end--;
+	if (end - start > SNIPPET_BYTES) {
+		size_t from = at > start + SNIPPET_BYTES / 3 ? at - SNIPPET_BYTES / 3 : start;
+		if (from + SNIPPET_BYTES > end)
+			from = end - SNIPPET_BYTES;
+		start = from;
+		end = from + SNIPPET_BYTES;
+		while (start < end && ((unsigned char)line[start] & 0xC0) == 0x80)
+			start++;
+		while (end > start && end < len && ((unsigned char)line[end] & 0xC0) == 0x80)
+			end--;
+	}
+	return strndup(line + start, end - start);
+}
+
+/* Fill a candidate from a result row: path, line, snippet, scores. */
+static int fill_candidate(struct candidate *c, sqlite3_stmt *st, const struct words *w,
+			  size_t rank)
+{
+	const char *text = (const char *)sqlite3_column_text(st, 2);
+	size_t off = 0, len = 0, at = 0;
+	uint64_t no = 0;
+
+	if (!text)
+		text = "";
+	if (!find_line(text, w, false, &off, &len, &no, &at) &&
+	    !find_line(text, w, true, &off, &len, &no, &at)) {
+		/* Matched through folding (diacritics): the chunk's first line. */
+		const char *nl = strchr(text, '\n');
+		len = nl ? (size_t)(nl - text) : strlen(text);
+	}
+	c->rank = rank;
+	c->bm25_score = -sqlite3_column_double(st, 3);
+	c->hit.score = c->bm25_score;
+	c->hit.line = (uint64_t)sqlite3_column_int64(st, 1) + no;
+	c->hit.path = strdup((const char *)sqlite3_column_text(st, 0));
+	c->hit.snippet = make_snippet(text + off, len, at);
+	c->text = strdup(text);
+	return c->hit.path && c->hit.snippet && c->text ? 0 : -ENOMEM;
+}
+
+static void free_candidates(struct candidates *cs)
+{
+	for (size_t i = 0; i < cs->n; i++) {
+		free(cs->c[i].hit.path);
+		free(cs->c[i].hit.snippet);
+		free(cs->c[i].text);
+	}
+	free(cs->c);
+	cs->c = NULL;
+	cs->n = 0;
+}
+
+/* The best `want` chunks by bm25 (FTS5's rank is bm25; lower is better). */
+static int run_query(sqlite3 *db, const char *index_path, const struct words *w, size_t want,
+		     struct candidates *cs, struct front_error *e)
+{
+	sqlite3_stmt *st;
+	char *expr = match_expr(w);
+	if (!expr)
+		return no_memory(e);
+	cs->c = calloc(want, sizeof(*cs->c));
+	if (!cs->c || sqlite3_prepare_v2(db,
+					 "SELECT path, first_line, text, bm25(chunks) FROM chunks"
+					 " WHERE chunks MATCH ? ORDER BY rank LIMIT ?",
+					 -1, &st, NULL) != SQLITE_OK) {
+		free(expr);
+		return cs->c ? db_fail(e, db, index_path) : no_memory(e);
+	}
+	sqlite3_bind_text(st, 1, expr, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (int64_t)want);
+	int r;
+	while ((r = sqlite3_step(st)) == SQLITE_ROW && cs->n < want) {
+		if (fill_candidate(&cs->c[cs->n], st, w, cs->n) < 0) {
+			cs->n++;
+			r = -ENOMEM;
+			break;
+		}
+		cs->n++;
+	}
+	if (r != SQLITE_DONE && r != SQLITE_ROW && r != -ENOMEM)
+		db_fail(e, db, index_path);
+	sqlite3_finalize(st);
+	free(expr);
+	if (r == -ENOMEM)
+		return no_memory(e);
+	return r == SQLITE_DONE || r == SQLITE_ROW ? 0 : -1;
+}
+
+/* ───────────────────────── the embedding command ───────────────────────── */
+
+/* What the command reads: a JSON object per candidate, a line each. */
+static char *embed_input(const char *query, const struct candidates *cs, size_t *len)
+{
+	size_t cap = 0;
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, &cap);
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < cs->n; i++) {
+		json_object *o = json_object_new_object();
+		if (!o)
+			break;
+		json_object_object_add(o, "query", json_object_new_string(query));
+		json_object_object_add(o, "path", json_object_new_string(cs->c[i].hit.path));
+		json_object_object_add(o, "line", json_object_new_int64((int64_t)cs->c[i].hit.line));
+		json_object_object_add(o, "text", json_object_new_string(cs->c[i].text));
+		fprintf(f, "%s\n",
+			json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+								  JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(o);
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	*len = cap;
+	return buf;
+}
+
+/* A running embedding command: its pid, its stdin and stdout. */
+struct child {
+	pid_t pid;
+	int in, out;
+};
+
+/* /bin/sh -c command, in a process group of its own (to be killed whole
+ * on a timeout), stdin a socket so that a command that does not read it
+ * costs an EPIPE, not a SIGPIPE (send's MSG_NOSIGNAL). */
+static int spawn_embed(const char *command, struct child *ch)
+{
+	int sv[2], pv[2];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	if (pipe2(pv, O_CLOEXEC) < 0) {
+		int err = -errno;
+		close(sv[0]), close(sv[1]);
+		return err;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, sv[1], STDIN_FILENO);
+	posix_spawn_file_actions_adddup2(&fa, pv[1], STDOUT_FILENO);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+	posix_spawnattr_setpgroup(&at, 0);
+	char *argv[] = {"sh", "-c", (char *)command, NULL};
+	int r = posix_spawn(&ch->pid, "/bin/sh", &fa, &at, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	close(sv[1]), close(pv[1]);
+	if (r != 0) {
+		close(sv[0]), close(pv[0]);
+		return -r;
+	}
+	ch->in = sv[0];
+	ch->out = pv[0];
+	return 0;
+}
+
+/* Feed input and gather output at once (either may fill a pipe first),
+ * until the command closes its stdout or the time is up. */
+static int exchange(struct child *ch, const char *in, size_t in_len, char *out, size_t *out_len)
+{
+	size_t sent = 0, got = 0;
+	int64_t deadline = monotonic_ms() + EMBED_TIMEOUT_MS;
+
+	while (ch->out >= 0) {
+		struct pollfd pf[2] = {{.fd = ch->out, .events = POLLIN},
+				       {.fd = ch->in, .events = POLLOUT}};
+		int64_t left = deadline - monotonic_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(pf, ch->in >= 0 ? 2 : 1, (int)left) < 0 && errno != EINTR)
+			return -errno;
+		if (ch->in >= 0 && pf[1].revents) {
+			ssize_t n = send(ch->in, in + sent, MIN(in_len - sent, (size_t)65536),
+					 MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (n > 0)
+				sent += (size_t)n;
+			if ((n < 0 && errno != EAGAIN && errno != EINTR) || sent == in_len)
+				close_fd(&ch->in); /* all sent, or it stopped reading */
+		}
+		if (pf[0].revents) {
+			ssize_t n = read(ch->out, out + got, EMBED_MAX_OUTPUT - got);
+			if (n > 0)
+				got += (size_t)n;
+			else if (n == 0 || errno != EINTR)
+				close_fd(&ch->out);
+			if (got == EMBED_MAX_OUTPUT)
+				return -EFBIG;
+		}
+	}
+	*out_len = got;
+	return 0;
+}
+
+/* One finite number per line, as many lines as candidates. */
+static int parse_scores(char *out, size_t len, struct candidates *cs)
+{
+	size_t i = 0;
+	out[len] = '\0';
+	for (char *line = out, *next; *line; line = next) {
+		next = strchr(line, '\n');
+		next = next ? (*next = '\0', next + 1) : line + strlen(line);
+		char *end;
+		errno = 0;
+		double v = strtod(line, &end);
+		while (*end == ' ' || *end == '\t' || *end == '\r')
+			end++;
+		if (i >= cs->n || end == line || *end || errno || !isfinite(v))
+			return -1;
+		cs->c[i++].embed_score = v;
+	}
+	return i == cs->n ? 0 : -1;
+}
+
+static int by_embed_score(const void *a, const void *b)
+{
+	const struct candidate *x = a, *y = b;
+	if (x->embed_score != y->embed_score)
+		return x->embed_score > y->embed_score ? -1 : 1;
+	return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* Run the command on the candidates and order them by its scores. */
+static int embed_rerank(const char *command, const char *query, struct candidates *cs,
+			struct front_error *e)
+{
+	struct child ch = {.in = -1, .out = -1};
+	size_t in_len = 0, out_len = 0;
+	int status = 0, r;
+
+	if (cs->n == 0)
+		return 0;
+	char *in = embed_input(query, cs, &in_len);
+	char *out = malloc(EMBED_MAX_OUTPUT + 1);
+	if (!in || !out) {
+		free(in), free(out);
+		return no_memory(e);
+	}
+	r = spawn_embed(command, &ch);
+	if (r == 0) {
+		r = exchange(&ch, in, in_len, out, &out_len);
+		if (r < 0)
+			kill(-ch.pid, SIGKILL);
+		close_fd(&ch.in), close_fd(&ch.out);
+		while (waitpid(ch.pid, &status, 0) < 0 && errno == EINTR)
+			;
+	}
+	free(in);
+	if (r == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+	    parse_scores(out, out_len, cs) == 0) {
+		free(out);
+		for (size_t i = 0; i < cs->n; i++)
+			cs->c[i].hit.score = cs->c[i].embed_score;
+		qsort(cs->c, cs->n, sizeof(*cs->c), by_embed_score);
+		return 0;
+	}
+	free(out);
+	if (r < 0)
+		return front_fail(e, FRONT_EXECUTION, "EMBED_FAILED", "embed command `%s`: %s",
+				  command, strerror(-r));
+	if (!WIFEXITED(status))
+		return front_fail(e, FRONT_EXECUTION, "EMBED_FAILED",
+				  "embed command `%s` was killed by signal %d", command,
+				  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	if (WEXITSTATUS(status) != 0)
+		return front_fail(e, FRONT_EXECUTION, "EMBED_FAILED",
+				  "embed command `%s` exited with status %d", command,
+				  WEXITSTATUS(status));
+	return front_fail(e, FRONT_EXECUTION, "EMBED_FAILED",
+			  "embed command `%s` (exit status 0) did not print one number per line "
+			  "for each of the %zu candidates",
+			  command, cs->n);
+}
+
+/* ───────────────────────── front_search ───────────────────────── */
+
+/* Hand the best `limit` candidates over as hits. */
+static void take_hits(struct candidates *cs, size_t limit, struct search_result *out)
+{
+	size_t n = MIN(cs->n, limit);
+	struct search_hit *hits = calloc(n ? n : 1, sizeof(*hits));
+	if (!hits)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		hits[i] = cs->c[i].hit;
+		cs->c[i].hit.path = cs->c[i].hit.snippet = NULL;
+	}
+	out->hits = hits;
+	out->nhits = n;
+}
+
+static int search_index(sqlite3 *db, const struct path_policy *p, const struct search_options *o,
+			const char *index_path, const struct words *w, const char *query,
+			struct search_result *out, struct front_error *e)
+{
+	struct indexer ix = {.db = db, .index_path = index_path, .p = p};
+	struct candidates cs = {0};
+	size_t limit = o && o->limit ? MIN(o->limit, (size_t)SEARCH_MAX_LIMIT)
+				     : SEARCH_DEFAULT_LIMIT;
+	const char *embed = o && o->embed_command && o->embed_command[0] ? o->embed_command
+									   : NULL;
+	size_t want = embed ? MAX(limit, (size_t)EMBED_CANDIDATES) : limit;
+
+	if (update_index(&ix, out, e) < 0 || run_query(db, index_path, w, want, &cs, e) < 0 ||
+	    (embed && embed_rerank(embed, query, &cs, e) < 0)) {
+		free_candidates(&cs);
+		return -1;
+	}
+	take_hits(&cs, limit, out);
+	bool lost = !out->hits;
+	free_candidates(&cs);
+	return lost ? no_memory(e) : 0;
+}
+
+int front_search(const struct path_policy *p, const struct search_options *o,
+		 const char *query, struct search_result *out, struct front_error *e)
+{
+	char default_path[PATH_MAX];
+	struct words w = {0};
+	sqlite3 *db = NULL;
+
+	memset(out, 0, sizeof(*out));
+	memset(e, 0, sizeof(*e));
+	if (!query || split_words(query, &w, e) < 0) {
+		free(w.buf);
+		return query ? -1
+			     : front_fail(e, FRONT_SYNTAX, "EMPTY_QUERY", "search: no query");
+	}
+	const char *index_path = o && o->index_path ? o->index_path : default_path;
+	int r = index_path == default_path
+			? default_index_path(p->root, default_path, sizeof(default_path), e)
+			: 0;
+	if (r == 0)
+		r = open_index(index_path, &db, e);
+	if (r == 0)
+		r = search_index(db, p, o, index_path, &w, query, out, e);
+	sqlite3_close(db);
+	free(w.buf);
+	if (r < 0)
+		search_result_free(out);
+	return r;
+}
+
+void search_result_free(struct search_result *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nhits; i++) {
+		free(r->hits[i].path);
+		free(r->hits[i].snippet);
+	}
+	free(r->hits);
+	memset(r, 0, sizeof(*r));
+}
