@@ -124,20 +124,22 @@ session_count() {
 # ---------------------------------------------------------------------
 # The MCP Inspector's CLI mode (the local copy: no network).
 
-# inspector ARGS...: `mcp-inspector --cli` against toolrun mcp; the answer
-# (JSON) in $output.
+# inspector ARGS...: `mcp-inspector --cli` against toolrun mcp (with
+# --session $MCP_SESSION when that is set); the answer (JSON) in $output.
 inspector() {
+	local server=("$TR_CLI" mcp --root "$MCP_ROOT")
+	[ -z "${MCP_SESSION-}" ] || server+=(--session "$MCP_SESSION")
 	run --separate-stderr timeout 120 env -C "$MCP_DIR" npx --no-install @modelcontextprotocol/inspector --cli \
 		-e TOOLRUN_CONFIG="$TOOLRUN_CONFIG" -e TR_MARK="$TR_MARK" \
-		"$TR_CLI" mcp --root "$MCP_ROOT" "$@"
+		"${server[@]}" "$@"
 	printf '%s\n' "$output"
 	[ "$status" -eq 0 ]
 }
 
-
-# jget EXPR: a Python expression over the answer `r` (the JSON in $output).
+# jget EXPR [JSON]: a Python expression over the answer `r` (the JSON in
+# $output), or over JSON as `r0`.
 jget() {
-	"$PY" -c 'import json, sys; r = json.loads(sys.argv[2]); v = eval(sys.argv[1]); print(v if isinstance(v, str) else json.dumps(v))' "$1" "$output"
+	"$PY" -c 'import json, sys; r = r0 = json.loads(sys.argv[2]); v = eval(sys.argv[1]); print(v if isinstance(v, str) else json.dumps(v))' "$1" "${2-$output}"
 }
 
 # inspector_tool NAME ARGS...: tools/call through the Inspector; fails
@@ -160,8 +162,10 @@ inspector_tool() {
 }
 
 @test "25-mcp: Inspector CLI: each tool once" {
+	unset MCP_SESSION
 	inspector_tool bash 'command=echo inspected; printf "%s\n" one two > insp.txt'
 	[ "$(jget 'r["structuredContent"]["stdout"]')" = inspected ]
+	local first=$output
 	[ "$(jget 'r["structuredContent"]["exit_code"]')" = 0 ]
 	inspector_tool read_file path=insp.txt
 	[ "$(jget 'r["structuredContent"]["total_lines"]')" = 2 ]
@@ -172,13 +176,23 @@ inspector_tool() {
 	[ "$(cat "$MCP_ROOT/insp2.txt")" = "inspector edited this" ]
 	inspector_tool search query=inspector
 	[ "$(jget 'any(h["path"].endswith("insp2.txt") for h in r["structuredContent"]["hits"])')" = true ]
-	# Each Inspector call is a server of its own, so the session tools
-	# see a session with nothing running: an answer all the same.
-	inspector_tool bash_output
-	inspector_tool bash_interrupt
-	inspector --method tools/call --tool-name bash_input --tool-arg text=hello
-	# Input with no command to read it: an answer, a result or a tool error.
-	[ "$(jget '"content" in r')" = true ]
+	# Each Inspector call is a server of its own: the session tools go to
+	# the first call's session (--session), where a command is left running.
+	MCP_SESSION=$(jget 'r0["structuredContent"]["session"]' "$first")
+	inspector_tool bash 'command=sleep 30; echo slept' timeout=1
+	[ "$(jget 'r["structuredContent"]["state"]')" = running ]
+	[ "$(jget 'r["structuredContent"]["session"]')" = "$MCP_SESSION" ]
+	inspector_tool bash_output timeout=1
+	[ "$(jget 'r["structuredContent"]["state"]')" = running ]
+	inspector_tool bash_interrupt timeout=5
+	[ "$(jget 'r["structuredContent"]["state"]')" = done ]
+	# Ctrl-C: bash reports 130, or the signal itself.
+	[ "$(jget 'r["structuredContent"]["signal"] == "SIGINT" or r["structuredContent"]["exit_code"] == 130')" = true ]
+	inspector_tool bash 'command=read x; echo "got $x"' timeout=5
+	[ "$(jget 'r["structuredContent"]["state"]')" = waiting_input ]
+	inspector_tool bash_input text=hello timeout=5
+	[ "$(jget 'r["structuredContent"]["state"]')" = done ]
+	[ "$(jget 'r["structuredContent"]["stdout"]')" = "got hello" ]
 }
 
 @test "25-mcp: Inspector CLI: a path outside the root is a tool error" {
