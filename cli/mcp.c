@@ -473,7 +473,7 @@ static int usage(const char *why)
 
 static int parse_options(int argc, char **argv, struct mcp_options *o)
 {
-	for (int i = 0; i < argc; i++) {
+	for (int i = 0; i < argc; i += 2) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		const char **slot = strcmp(a, "--root") == 0		? &o->root
@@ -490,7 +490,6 @@ static int parse_options(int argc, char **argv, struct mcp_options *o)
 		if (!v)
 			return usage("an option lacks its value");
 		*slot = v;
-		i++;
 	}
 	return 0;
 }

@@ -11,6 +11,8 @@
  *                                    (session.c)
  *   toolrun mcp [OPTIONS]            an MCP server on stdin and stdout
  *                                    (mcp.c, docs/mcp.md)
+ *   toolrun tags [OPTIONS] [FILE|-]  run the commands of a model's tagged
+ *                                    text as it streams (tags.c)
  *
  * `run` sends PROGRAM as it is (no PATH search, no local checks): what
  * the daemon answers is what you see, including its refusals. The config
@@ -30,6 +32,7 @@
 #include "frame.h"
 #include "mcp.h"
 #include "session.h"
+#include "tags.h"
 #include "sink.h"
 #include "toolrun.pb-c.h"
 #include "util.h"
@@ -45,6 +48,9 @@ static int usage(FILE *out, int code)
 		     "       toolrun audit verify [FILE...]\n"
 		     "       toolrun session new|run|read|write|interrupt|close|list ...\n"
 		     "       toolrun mcp [--root DIR] [--session ID] [--extensions LIST] ...\n"
+		     "       toolrun tags [--root DIR] [--exec-enabled] [--json] [--passthrough]\n"
+		     "                    [--timeout S] [--extensions LIST] [--index PATH]\n"
+		     "                    [--session ID] [FILE|-]\n"
 		     "\n"
 		     "audit verify checks the audit log's hash chain: with one FILE, FILE and\n"
 		     "its rotated files (FILE.N ... FILE.1) as one chain, oldest first; with\n"
@@ -312,5 +318,7 @@ int main(int argc, char **argv)
 		return session_main(cfg, argc - 2, argv + 2);
 	if (strcmp(argv[1], "mcp") == 0)
 		return mcp_main(cfg, argc - 2, argv + 2);
+	if (strcmp(argv[1], "tags") == 0)
+		return tags_main(cfg, argc - 2, argv + 2);
 	return usage(stderr, 2);
 }

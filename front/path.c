@@ -146,8 +146,7 @@ static int relative(const struct path_policy *p, const char *path, char *rel, si
 				  path);
 	if (r < 0)
 		return front_fail(e, FRONT_VALIDATION, "OUTSIDE_ROOT",
-				  "%s: outside the root %s; use a path under %s", path, p->root,
-				  p->root);
+				  "%s: outside the root %s; use a path under it", path, p->root);
 	return 0;
 }
 

@@ -353,6 +353,21 @@ static bool extension_allowed(const struct path_policy *p, const char *name)
 	return false;
 }
 
+/* Read into buf from offset n until `want` bytes or the end of the file
+ * (or an error: what was read is what the file is taken to be). */
+static size_t read_upto(int fd, char *buf, size_t n, size_t want)
+{
+	while (n < want) {
+		ssize_t r = read(fd, buf + n, want - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	return n;
+}
+
 /* The whole file, if it is a regular text file within the size limit;
  * *text NULL when it is not (binary, grown, swapped for something else). */
 static int read_text(int at, const char *name, char **text, size_t *len, struct stat *st)
@@ -368,16 +383,14 @@ static int read_text(int at, const char *name, char **text, size_t *len, struct 
 	char *buf = malloc((size_t)st->st_size + 1);
 	if (!buf)
 		return -ENOMEM;
-	size_t n = 0;
-	while (n <= (size_t)st->st_size) {
-		ssize_t r = read(fd, buf + n, (size_t)st->st_size + 1 - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	if (n > (size_t)st->st_size || memchr(buf, '\0', MIN(n, (size_t)BINARY_PROBE))) {
+	/* The probe first, alone: a binary file, met again by every query
+	 * since it is never indexed, costs one small read, not a whole one. */
+	size_t want = MIN((size_t)st->st_size + 1, (size_t)BINARY_PROBE);
+	size_t n = read_upto(fd, buf, 0, want);
+	bool binary = memchr(buf, '\0', n) != NULL;
+	if (!binary && n == BINARY_PROBE)
+		n = read_upto(fd, buf, n, (size_t)st->st_size + 1);
+	if (binary || n > (size_t)st->st_size) {
 		free(buf);
 		return 0;
 	}

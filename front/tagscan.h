@@ -35,9 +35,12 @@ const char *tag_kind_name(enum tag_kind k);
 struct tag_command {
 	enum tag_kind kind;
 	const char *argument; /* NUL-terminated; the text after the tag's name
-			       * and its white space, up to '>' */
+			       * and its white space, up to '>', without the
+			       * white space before '>' */
 	size_t argument_len;
-	const char *content;  /* write: the bytes between '>' and "</write>" */
+	const char *content;  /* write: the bytes between '>' and "</write>",
+			       * less one newline right after '>' (as HTML's
+			       * <pre>), NUL-terminated; else NULL */
 	size_t content_len;
 	uint64_t line;        /* the line of the input where the command began */
 	uint64_t index;       /* 1 for the first command of the input, ... */
@@ -46,21 +49,29 @@ struct tag_command {
 struct tag_scanner_ops {
 	void (*text)(void *arg, const char *p, size_t n);
 	void (*command)(void *arg, const struct tag_command *c);
-	/* A malformed command (FRONT_SYNTAX): its text is also passed to
-	 * text(), and scanning goes on after it. */
-	void (*error)(void *arg, const struct front_error *e, uint64_t line);
+	/* A malformed command (FRONT_SYNTAX, or FRONT_RESOURCE past a limit):
+	 * c holds what was read of it (kind, line, index, the argument so far
+	 * and for write the content so far). Its text is then passed to
+	 * text(), and scanning goes on after it. A malformed command takes
+	 * an index as a command does: the interpreter's answers are numbered
+	 * in the order of the input. */
+	void (*error)(void *arg, const struct tag_command *c, const struct front_error *e);
 };
 
 /* Limits: an argument longer than TAG_MAX_ARGUMENT or write content
- * longer than TAG_MAX_CONTENT is a RESOURCE error for that command. */
+ * longer than TAG_MAX_CONTENT is a RESOURCE error for that command
+ * ("ARGUMENT_TOO_LONG", "CONTENT_TOO_LARGE"); the rest of it, up to its
+ * '>' or "</write>", is passed to text() and never scanned for commands. */
 #define TAG_MAX_ARGUMENT (64 * 1024)
 #define TAG_MAX_CONTENT (16 * 1024 * 1024)
 
 struct tag_scanner;
 
+/* NULL when out of memory. */
 struct tag_scanner *tag_scanner_new(const struct tag_scanner_ops *ops, void *arg);
 void tag_scanner_feed(struct tag_scanner *s, const char *p, size_t n);
-/* End of input: a command still open is a SYNTAX error ("UNTERMINATED"). */
+/* End of input: a command still open is a SYNTAX error ("UNTERMINATED"),
+ * a complete tag name with nothing after it ("<write") included. */
 void tag_scanner_end(struct tag_scanner *s);
 void tag_scanner_free(struct tag_scanner *s);
 

@@ -24,6 +24,8 @@
 
 #include <cmocka.h>
 
+#include <sqlite3.h>
+
 #include "search.h"
 
 /* ───────────────────────── helpers ───────────────────────── */
@@ -297,6 +299,34 @@ static void test_deleted_file_is_removed(void **state)
 	assert_true(found(e, "README.md"));
 }
 
+static void test_index_of_another_root_or_format_starts_again(void **state)
+{
+	struct env *e = *state;
+	struct path_policy other = e->p;
+	sqlite3 *db;
+
+	search_ok(e, "socket");
+	assert_int_equal(e->r.files_updated, 3);
+	/* The same index file given for another root (src/ alone). */
+	assert_true(strlen(e->p.root) + 4 < sizeof(other.root));
+	strcat(other.root, "/src");
+	other.root_fd = -1;
+	search_result_free(&e->r);
+	assert_int_equal(front_search(&other, &e->o, "socket", &e->r, &e->e), 0);
+	assert_int_equal(e->r.files_indexed, 2);
+	assert_int_equal(e->r.files_updated, 2);
+	assert_string_equal(e->r.hits[0].path, "net.c");
+	/* An index of another format. */
+	search_ok(e, "socket");
+	assert_int_equal(e->r.files_updated, 3);
+	assert_int_equal(sqlite3_open(e->index, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=99", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	search_ok(e, "socket");
+	assert_int_equal(e->r.files_updated, 3);
+	assert_true(found(e, "src/net.c"));
+}
+
 /* ───────────────────────── what is not indexed ───────────────────────── */
 
 static void test_git_binary_and_links_are_skipped(void **state)
@@ -328,6 +358,24 @@ static void test_git_binary_and_links_are_skipped(void **state)
 	search_ok(e, "quokka");
 	assert_int_equal(e->r.nhits, 0);
 	assert_int_equal(e->r.files_indexed, 3);
+}
+
+/* Binary means a NUL in the first 8 KiB, as git decides; one further on
+ * leaves a file text. */
+static void test_binary_is_decided_by_the_first_8_kib(void **state)
+{
+	struct env *e = *state;
+	static char text[20000];
+	memset(text, ' ', sizeof(text));
+	memcpy(text, "walrus\n", 7);
+	text[8500] = '\0';
+	write_file(e, "late-nul.txt", text, sizeof(text));
+	text[8500] = ' ';
+	text[100] = '\0';
+	write_file(e, "early-nul.txt", text, sizeof(text));
+	search_ok(e, "walrus");
+	assert_int_equal(e->r.nhits, 1);
+	assert_string_equal(e->r.hits[0].path, "late-nul.txt");
 }
 
 static void test_extension_list_is_respected(void **state)
@@ -511,7 +559,9 @@ int main(void)
 		T(test_modified_file_is_indexed_again),
 		T(test_same_size_new_mtime_is_indexed_again),
 		T(test_deleted_file_is_removed),
+		T(test_index_of_another_root_or_format_starts_again),
 		T(test_git_binary_and_links_are_skipped),
+		T(test_binary_is_decided_by_the_first_8_kib),
 		T(test_extension_list_is_respected),
 		T(test_fts5_syntax_in_the_query_is_text),
 		T(test_empty_query_is_a_syntax_error),

@@ -1,0 +1,16 @@
+/*
+ * toolrun tags: the interpreter of a model's tagged text (seed 004):
+ * <open>, <write>, <search>, <grep>, <tree> and <exec> run as they arrive
+ * on a stream (docs/tags.md).
+ */
+#ifndef TOOLRUN_CLI_TAGS_H
+#define TOOLRUN_CLI_TAGS_H
+
+#include "config.h"
+
+/* argv: the options and the FILE (what follows "tags"). Returns the exit
+ * status: 0 all commands succeeded, 1 one or more failed, 2 usage or
+ * configuration error, 124 an <exec> timed out. */
+int tags_main(const struct config *cfg, int argc, char **argv);
+
+#endif
