@@ -129,7 +129,8 @@ session_count() {
 inspector() {
 	local server=("$TR_CLI" mcp --root "$MCP_ROOT")
 	[ -z "${MCP_SESSION-}" ] || server+=(--session "$MCP_SESSION")
-	run --separate-stderr timeout 120 env -C "$MCP_DIR" npx --no-install @modelcontextprotocol/inspector --cli \
+	run --separate-stderr timeout 120 env -C "$MCP_DIR" npm_config_offline=true \
+		npx --no-install @modelcontextprotocol/inspector --cli \
 		-e TOOLRUN_CONFIG="$TOOLRUN_CONFIG" -e TR_MARK="$TR_MARK" \
 		"${server[@]}" "$@"
 	printf '%s\n' "$output"
