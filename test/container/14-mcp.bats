@@ -49,6 +49,7 @@ scenario() {
 @test "14-mcp: a session across calls: cd and export kept; input to a waiting command" { scenario session; }
 @test "14-mcp: seq 1 100000: cut with a marker, the whole in the spill file" { scenario large-output; }
 @test "14-mcp: a cancelled call interrupts its command in the box" { scenario cancel; }
+@test "14-mcp: a cancellation on the wire: no answer for it, pings answered meanwhile" { scenario cancel-raw; }
 @test "14-mcp: progress notifications through docker exec" { scenario progress; }
 @test "14-mcp: paths outside /workspace are refused (VALIDATION)" { scenario paths; }
 @test "14-mcp: arguments a tool does not accept" { scenario bad-arguments; }

@@ -83,6 +83,10 @@ scenario() {
 	scenario cancel
 }
 
+@test "25-mcp: a cancellation on the wire: no answer for it, pings answered meanwhile" {
+	scenario cancel-raw
+}
+
 @test "25-mcp: progress notifications while a command runs" {
 	scenario progress
 }

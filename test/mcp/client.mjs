@@ -420,8 +420,8 @@ scenarios['bad-arguments'] = async () => {
 	});
 };
 
-// Raw bytes on the server's stdin: no SDK, our own child process.
-scenarios.garbage = async () => {
+// The server as our own child process, no SDK: raw lines in and out.
+function rawServer() {
 	const child = spawn(serverCommand[0], serverCommand.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: process.env });
 	let buf = '';
 	const lines = [];
@@ -440,23 +440,76 @@ scenarios.garbage = async () => {
 	child.stderr.on('data', (d) => { stderrTail = (stderrTail + d.toString()).slice(-4000); });
 	const exited = new Promise((res) => child.on('exit', (code, sig) => res({ code, sig })));
 	const send = (s) => child.stdin.write(s + '\n');
-	// next(pred): the first unread line that parses and satisfies pred.
-	let read = 0;
+	// next(what): the next line, parsed; fails after ms without one.
+	const state = { read: 0 };
 	const next = async (what, ms = 10000) => {
 		const deadline = Date.now() + ms;
 		for (;;) {
-			while (read < lines.length) {
-				const line = lines[read++];
+			while (state.read < lines.length) {
+				const line = lines[state.read++];
 				let msg;
 				try { msg = JSON.parse(line); } catch { throw new Failure(`the server wrote a line that is not JSON: ${short(line)}`); }
 				check(msg.jsonrpc === '2.0', 'every line is a JSON-RPC 2.0 message', line);
 				return msg;
 			}
+			if (child.exitCode !== null || child.signalCode !== null) throw new Failure(`the server ended (${child.exitCode ?? child.signalCode}) before answering ${what}`);
 			const left = deadline - Date.now();
 			if (left <= 0) throw new Failure(`no answer to ${what} within ${ms} ms`);
 			await new Promise((r) => { waiters = [r]; setTimeout(r, Math.min(left, 200)); });
 		}
 	};
+	const initialize = async () => {
+		send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
+			params: { protocolVersion: PROTOCOL_LATEST, capabilities: {}, clientInfo: { name: 'raw', version: '0' } } }));
+		const m = await next('initialize');
+		check(m.id === 1 && m.result && m.result.protocolVersion === PROTOCOL_LATEST, 'initialize answered', m);
+		send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+	};
+	const kill = () => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); };
+	return { child, lines, state, exited, send, next, initialize, kill };
+}
+
+// A cancellation on the wire: no answer for the cancelled request; a ping
+// answered while the command runs; progress under a string token.
+scenarios['cancel-raw'] = async () => {
+	const srv = rawServer();
+	const { send, next } = srv;
+	try {
+		await srv.initialize();
+		const m0 = unique('rawcancel');
+		send(JSON.stringify({ jsonrpc: '2.0', id: 20, method: 'tools/call',
+			params: { name: 'bash', arguments: { command: `sleep 3; touch ${m0}` }, _meta: { progressToken: 'tok-20' } } }));
+		let m = await next('progress for the running call');
+		check(m.method === 'notifications/progress' && m.params.progressToken === 'tok-20', 'progress with the string token', m);
+		send(JSON.stringify({ jsonrpc: '2.0', id: 21, method: 'ping' }));
+		m = await next('a ping while the command runs');
+		check(m.id === 21 && m.result, 'the ping is answered while the command runs', m);
+		send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 20, reason: 'test' } }));
+		send(JSON.stringify({ jsonrpc: '2.0', id: 22, method: 'tools/call',
+			params: { name: 'bash', arguments: { command: 'sleep 3.5; echo after' } } }));
+		for (;;) {
+			m = await next('the call after the cancellation', 30000);
+			check(m.id !== 20, 'no answer for the cancelled request', m);
+			if (m.id === 22) break;
+			check(m.method === 'notifications/progress', 'only progress before the next answer', m);
+		}
+		check(m.result && m.result.structuredContent.stdout === 'after\n', 'the next call ran', m);
+		send(JSON.stringify({ jsonrpc: '2.0', id: 23, method: 'tools/call',
+			params: { name: 'bash', arguments: { command: `test -e ${m0} && echo present || echo absent` } } }));
+		m = await next('the marker check', 30000);
+		check(m.id === 23 && m.result.structuredContent.stdout === 'absent\n', 'the cancelled command never made its file', m);
+		srv.child.stdin.end();
+		const ex = await Promise.race([srv.exited, sleep(15000).then(() => 'timeout')]);
+		check(ex !== 'timeout' && ex.code === 0, 'EOF: exit 0', ex);
+	} finally {
+		srv.kill();
+	}
+};
+
+// Raw bytes on the server's stdin.
+scenarios.garbage = async () => {
+	const srv = rawServer();
+	const { child, send, next, lines, state, exited } = srv;
 	// Each line is answered; a wrong answer is recorded and the next line
 	// tried, so that one wrong code does not hide the rest.
 	const wrong = [];
@@ -474,11 +527,8 @@ scenarios.garbage = async () => {
 		return m;
 	};
 	try {
-		send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
-			params: { protocolVersion: PROTOCOL_LATEST, capabilities: {}, clientInfo: { name: 'raw', version: '0' } } }));
-		let m = await next('initialize');
-		check(m.id === 1 && m.result && m.result.protocolVersion === PROTOCOL_LATEST, 'initialize answered', m);
-		send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+		await srv.initialize();
+		let m;
 		send('this is not JSON');
 		await expectError('a line that is not JSON', null, [-32700]);
 		send('{"jsonrpc": "2.0", "id": 2, "method": "ping"');
@@ -517,10 +567,10 @@ scenarios.garbage = async () => {
 		const ex = await Promise.race([exited, timer]);
 		check(ex !== 'timeout', 'EOF on stdin ends the server (within 15 s)');
 		check(ex.code === 0 && ex.sig === null, 'exit status 0 at EOF', ex);
-		check(read === lines.length, 'nothing more written', lines.slice(read));
+		check(state.read === lines.length, 'nothing more written', lines.slice(state.read));
 		check(wrong.length === 0, 'every line answered as JSON-RPC says', wrong.join('; '));
 	} finally {
-		if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+		srv.kill();
 	}
 };
 
@@ -542,7 +592,7 @@ scenarios.concurrent = async () => {
 	});
 };
 
-const ORDER = ['initialize', 'tools-list', 'tools-each', 'session', 'large-output', 'cancel',
+const ORDER = ['initialize', 'tools-list', 'tools-each', 'session', 'large-output', 'cancel', 'cancel-raw',
 	'progress', 'paths', 'bad-arguments', 'garbage', 'concurrent'];
 
 // ---------------------------------------------------------------------
