@@ -40,12 +40,19 @@ enum {
 
 static const char *const versions[] = {"2025-11-25", "2025-06-18"};
 
+/* A line read: a message, or why it is none (a static string). */
+struct queued {
+	struct json_object *m;
+	const char *parse_error;
+	bool dropped; /* cancelled while it waited: never answered */
+};
+
 struct mcp_server {
 	struct mcp_tools T;
 	char *in;           /* bytes read, not yet a whole line */
 	size_t in_len, in_cap;
 	bool in_eof, out_broken, skipping; /* skipping: the rest of a line too long */
-	struct json_object **queue; /* messages read, not yet served */
+	struct queued *queue; /* messages read, not yet served */
 	size_t q_head, q_len, q_cap;
 	/* The tools/call being served. */
 	struct json_object *call_id, *progress_token;
@@ -137,7 +144,7 @@ static struct json_object *member(struct json_object *o, const char *key)
 	return v;
 }
 
-static bool queue_push(struct mcp_server *S, struct json_object *m)
+static bool queue_push(struct mcp_server *S, struct json_object *m, const char *parse_error)
 {
 	if (S->q_head + S->q_len == S->q_cap) {
 		if (S->q_head) {
@@ -145,14 +152,16 @@ static bool queue_push(struct mcp_server *S, struct json_object *m)
 			S->q_head = 0;
 		} else {
 			size_t cap = S->q_cap ? S->q_cap * 2 : 16;
-			struct json_object **q = realloc(S->queue, cap * sizeof(*q));
-			if (!q)
+			struct queued *q = realloc(S->queue, cap * sizeof(*q));
+			if (!q) {
+				json_object_put(m);
 				return false;
+			}
 			S->queue = q;
 			S->q_cap = cap;
 		}
 	}
-	S->queue[S->q_head + S->q_len++] = m;
+	S->queue[S->q_head + S->q_len++] = (struct queued){m, parse_error, false};
 	return true;
 }
 
@@ -160,10 +169,9 @@ static bool queue_push(struct mcp_server *S, struct json_object *m)
 static bool drop_queued(struct mcp_server *S, struct json_object *id)
 {
 	for (size_t i = S->q_head; i < S->q_head + S->q_len; i++) {
-		struct json_object *qid = member(S->queue[i], "id");
-		if (qid && method_of(S->queue[i]) && json_object_equal(qid, id)) {
-			json_object_put(S->queue[i]);
-			S->queue[i] = json_object_new_null(); /* skipped when its turn comes */
+		struct json_object *qid = member(S->queue[i].m, "id");
+		if (qid && method_of(S->queue[i].m) && json_object_equal(qid, id)) {
+			S->queue[i].dropped = true;
 			return true;
 		}
 	}
@@ -194,39 +202,54 @@ static void interject(struct mcp_server *S, struct json_object *m)
 		json_object_put(m);
 		return;
 	}
-	if (!queue_push(S, m))
+	queue_push(S, m, NULL);
+}
+
+/* One line as JSON: the whole of it must be one value (a lone "5" is a
+ * value too, which is why the line's end is handed to the tokenizer).
+ * NULL with *error set when it is not JSON; NULL without for `null`. */
+static struct json_object *parse_line(char *line, size_t len, const char **error)
+{
+	struct json_tokener *tok = json_tokener_new();
+	char saved = line[len]; /* the '\n', or a byte trimmed before it */
+	struct json_object *m = NULL;
+
+	*error = "out of memory";
+	if (!tok)
+		return NULL;
+	line[len] = '\0';
+	m = json_tokener_parse_ex(tok, line, (int)len + 1);
+	enum json_tokener_error err = json_tokener_get_error(tok);
+	size_t end = json_tokener_get_parse_end(tok);
+	line[len] = saved;
+	json_tokener_free(tok);
+	*error = NULL;
+	if (err != json_tokener_success)
+		*error = json_tokener_error_desc(err);
+	else if (end < len)
+		*error = "more than one JSON value on the line";
+	if (*error) {
 		json_object_put(m);
+		return NULL;
+	}
+	return m;
 }
 
 static void take_line(struct mcp_server *S, char *line, size_t len, bool waiting)
 {
-	enum json_tokener_error err = json_tokener_success;
+	const char *error;
 
 	while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
 		len--;
 	if (!len)
 		return;
-	struct json_tokener *tok = json_tokener_new();
-	struct json_object *m = tok ? json_tokener_parse_ex(tok, line, (int)len) : NULL;
-	if (tok) {
-		err = json_tokener_get_error(tok);
-		if (err == json_tokener_success && json_tokener_get_parse_end(tok) != len)
-			err = json_tokener_error_parse_unexpected;
-		json_tokener_free(tok);
-	}
-	if (!m || err != json_tokener_success) {
-		/* Answered in its turn, as a string the queue holds. */
-		json_object_put(m);
-		m = json_object_new_string(json_tokener_error_desc(
-			err == json_tokener_success ? json_tokener_error_parse_eof : err));
-		if (!queue_push(S, m))
-			json_object_put(m);
-		return;
-	}
-	if (waiting)
+	struct json_object *m = parse_line(line, len, &error);
+	if (error)
+		queue_push(S, NULL, error); /* answered in its turn */
+	else if (waiting)
 		interject(S, m);
-	else if (!queue_push(S, m))
-		json_object_put(m);
+	else
+		queue_push(S, m, NULL);
 }
 
 /* Split what was read into lines. */
@@ -245,10 +268,7 @@ static void take_lines(struct mcp_server *S, bool waiting)
 	memmove(S->in, S->in + start, S->in_len - start);
 	S->in_len -= start;
 	if (S->in_len >= MAX_MESSAGE && !S->skipping) {
-		struct json_object *m = json_object_new_string("a message of more than 64 MiB, "
-							       "skipped");
-		if (!queue_push(S, m))
-			json_object_put(m);
+		queue_push(S, NULL, "a message of more than 64 MiB, skipped");
 		S->skipping = true;
 	}
 	if (S->skipping)
@@ -287,16 +307,17 @@ static bool read_input(struct mcp_server *S, bool waiting)
 	return true;
 }
 
-/* The next message to serve, or NULL at the end of input. */
-static struct json_object *next_message(struct mcp_server *S)
+/* The next line to serve into *q; false at the end of input. */
+static bool next_message(struct mcp_server *S, struct queued *q)
 {
 	while (!S->q_len) {
 		if (S->in_eof || S->out_broken || !read_input(S, false))
 			if (!S->q_len)
-				return NULL;
+				return false;
 	}
 	S->q_len--;
-	return S->queue[S->q_head++];
+	*q = S->queue[S->q_head++];
+	return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -420,17 +441,18 @@ static void serve_request(struct mcp_server *S, const char *method, struct json_
 	}
 }
 
-static void serve(struct mcp_server *S, struct json_object *m)
+static void serve(struct mcp_server *S, const struct queued *q)
 {
+	struct json_object *m = q->m;
 	const char *method = method_of(m);
 	struct json_object *id = member(m, "id");
 	struct json_object *version = member(m, "jsonrpc");
 
-	if (json_object_is_type(m, json_type_null))
-		return; /* a request cancelled while queued */
-	if (json_object_is_type(m, json_type_string)) {
+	if (q->dropped)
+		return;
+	if (q->parse_error) {
 		send_error(S, NULL, RPC_PARSE_ERROR, "parse error: %s (one JSON-RPC message per line)",
-			   json_object_get_string(m));
+			   q->parse_error);
 		return;
 	}
 	if (json_object_is_type(m, json_type_array)) {
@@ -499,7 +521,7 @@ int mcp_main(const struct config *cfg, int argc, char **argv)
 	struct mcp_options o = {0};
 	struct mcp_server S = {0};
 	struct front_error e;
-	struct json_object *m;
+	struct queued q;
 
 	if (parse_options(argc, argv, &o) != 0)
 		return 2;
@@ -511,12 +533,12 @@ int mcp_main(const struct config *cfg, int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	S.T.wait_call = wait_call;
 	S.T.server = &S;
-	while (!S.out_broken && (m = next_message(&S))) {
-		serve(&S, m);
-		json_object_put(m);
+	while (!S.out_broken && next_message(&S, &q)) {
+		serve(&S, &q);
+		json_object_put(q.m);
 	}
 	while (S.q_len)
-		json_object_put(S.queue[S.q_head + --S.q_len]);
+		json_object_put(S.queue[S.q_head + --S.q_len].m);
 	free(S.queue);
 	free(S.in);
 	mcp_tools_free(&S.T);

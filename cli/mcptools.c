@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "results.h"
 #include "util.h"
 
 extern char **environ;
@@ -474,21 +475,17 @@ static void audit(struct mcp_tools *T, const char *tool, const char *target,
 /* After the lines: which part of the file they are, and how to go on. */
 static void read_note(const struct read_result *r, bool newline_first, char *s, size_t len)
 {
-	const char *nl = newline_first ? "\n" : "";
+	char span[128];
 
-	if (r->binary)
+	s[0] = '\0';
+	read_result_span(r, span, sizeof(span));
+	if (!span[0])
 		return;
-	if (r->total_lines == 0)
-		snprintf(s, len, "%s[%s is empty]", nl, r->rel);
-	else if (r->last_line < r->total_lines)
-		snprintf(s, len, "%s[lines %llu-%llu of %llu shown; read_file with offset %llu "
-				 "reads on]", nl,
-			 (unsigned long long)r->first_line, (unsigned long long)r->last_line,
-			 (unsigned long long)r->total_lines, (unsigned long long)r->last_line + 1);
-	else if (r->first_line > 1)
-		snprintf(s, len, "%s[lines %llu-%llu of %llu shown: the end of the file]", nl,
-			 (unsigned long long)r->first_line, (unsigned long long)r->last_line,
-			 (unsigned long long)r->total_lines);
+	if (r->last_line < r->total_lines)
+		snprintf(s, len, "%s[%s shown; read_file with offset %llu reads on]",
+			 newline_first ? "\n" : "", span, (unsigned long long)r->last_line + 1);
+	else
+		snprintf(s, len, "%s[%s]", newline_first ? "\n" : "", span);
 }
 
 static struct json_object *tool_read_file(struct mcp_tools *T, struct json_object *args)
@@ -514,15 +511,7 @@ static struct json_object *tool_read_file(struct mcp_tools *T, struct json_objec
 		return tool_error(&e);
 	}
 	audit(T, "read_file", rq.path, NULL, out.text_len, start);
-	struct json_object *o = json_object_new_object();
-	json_object_object_add(o, "path", json_object_new_string(out.rel));
-	json_object_object_add(o, "size", json_object_new_uint64(out.size));
-	json_object_object_add(o, "total_lines", json_object_new_uint64(out.total_lines));
-	json_object_object_add(o, "first_line", json_object_new_uint64(out.first_line));
-	json_object_object_add(o, "last_line", json_object_new_uint64(out.last_line));
-	json_object_object_add(o, "truncated", json_object_new_boolean(out.truncated));
-	json_object_object_add(o, "binary", json_object_new_boolean(out.binary));
-	json_object_object_add(o, "text", json_object_new_string_len(out.text, (int)out.text_len));
+	struct json_object *o = read_result_json(&out);
 	char *text = NULL, note[PATH_MAX + 256] = "";
 	size_t n = 0;
 	add_text(&text, &n, out.text, out.text_len);
@@ -532,19 +521,6 @@ static struct json_object *tool_read_file(struct mcp_tools *T, struct json_objec
 	free(text);
 	read_result_free(&out);
 	return r;
-}
-
-static struct json_object *write_result_json(const struct write_result *w, bool edit)
-{
-	struct json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "path", json_object_new_string(w->rel));
-	json_object_object_add(o, "bytes", json_object_new_uint64(w->bytes));
-	if (edit)
-		json_object_object_add(o, "replacements", json_object_new_uint64(w->replacements));
-	else
-		json_object_object_add(o, "created", json_object_new_boolean(w->created));
-	return o;
 }
 
 static struct json_object *tool_write_file(struct mcp_tools *T, struct json_object *args)
@@ -605,25 +581,6 @@ static struct json_object *tool_edit_file(struct mcp_tools *T, struct json_objec
 	return tool_result(write_result_json(&w, true), text);
 }
 
-static struct json_object *search_json(const char *query, const struct search_result *s)
-{
-	struct json_object *o = json_object_new_object(), *hits = json_object_new_array();
-
-	for (size_t i = 0; i < s->nhits; i++) {
-		struct json_object *h = json_object_new_object();
-		json_object_object_add(h, "path", json_object_new_string(s->hits[i].path));
-		json_object_object_add(h, "line", json_object_new_uint64(s->hits[i].line));
-		json_object_object_add(h, "snippet", json_object_new_string(s->hits[i].snippet));
-		json_object_object_add(h, "score", json_object_new_double(s->hits[i].score));
-		json_object_array_add(hits, h);
-	}
-	json_object_object_add(o, "query", json_object_new_string(query));
-	json_object_object_add(o, "hits", hits);
-	json_object_object_add(o, "files_indexed", json_object_new_uint64(s->files_indexed));
-	json_object_object_add(o, "files_updated", json_object_new_uint64(s->files_updated));
-	return o;
-}
-
 static char *search_text(const char *query, const struct search_result *s)
 {
 	char *t = NULL, line[512];
@@ -661,7 +618,7 @@ static struct json_object *tool_search(struct mcp_tools *T, struct json_object *
 	}
 	char *text = search_text(query, &s);
 	audit(T, "search", query, NULL, text ? strlen(text) : 0, start);
-	struct json_object *r = tool_result(search_json(query, &s), text ? text : "");
+	struct json_object *r = tool_result(search_result_json(query, &s), text ? text : "");
 	free(text);
 	search_result_free(&s);
 	return r;

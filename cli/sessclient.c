@@ -50,13 +50,7 @@ int sess_client_open(struct sess_client *c, const struct config *cfg, char *why,
 		sess_client_close(c);
 		return -1;
 	}
-	Toolrun__Hello h = TOOLRUN__HELLO__INIT;
-	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
-	h.protocol_version = TOOLRUN__VERSION__VERSION_2;
-	h.software = (char *)"toolrun " TOOLRUN_VERSION;
-	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
-	m.hello = &h;
-	if (send_failed(wire_send(c->fd, &m, -1), why, len)) {
+	if (send_failed(wire_hello(c->fd, TOOLRUN__VERSION__VERSION_2), why, len)) {
 		sess_client_close(c);
 		return -1;
 	}

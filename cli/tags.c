@@ -35,6 +35,7 @@
 #include "files.h"
 #include "jsontext.h"
 #include "path.h"
+#include "results.h"
 #include "search.h"
 #include "sessclient.h"
 #include "tagscan.h"
@@ -300,16 +301,7 @@ static void run_open(struct tags_ctx *t, const struct tag_command *c, struct out
 		return;
 	out->ok = true;
 	out->bytes = r.text_len;
-	out->result = json_object_new_object();
-	json_object_object_add(out->result, "path", json_object_new_string(r.rel));
-	json_object_object_add(out->result, "size", json_object_new_uint64(r.size));
-	json_object_object_add(out->result, "total_lines", json_object_new_uint64(r.total_lines));
-	json_object_object_add(out->result, "first_line", json_object_new_uint64(r.first_line));
-	json_object_object_add(out->result, "last_line", json_object_new_uint64(r.last_line));
-	json_object_object_add(out->result, "truncated", json_object_new_boolean(r.truncated));
-	json_object_object_add(out->result, "binary", json_object_new_boolean(r.binary));
-	json_object_object_add(out->result, "text",
-			       json_text((const uint8_t *)r.text, r.text ? r.text_len : 0));
+	out->result = read_result_json(&r);
 	read_result_free(&r);
 }
 
@@ -322,10 +314,7 @@ static void run_write(struct tags_ctx *t, const struct tag_command *c, struct ou
 		return;
 	out->ok = true;
 	out->bytes = c->content_len;
-	out->result = json_object_new_object();
-	json_object_object_add(out->result, "path", json_object_new_string(w.rel));
-	json_object_object_add(out->result, "created", json_object_new_boolean(w.created));
-	json_object_object_add(out->result, "bytes", json_object_new_uint64(w.bytes));
+	out->result = write_result_json(&w, false);
 }
 
 static void run_search(struct tags_ctx *t, const struct tag_command *c, struct outcome *out)
@@ -336,22 +325,9 @@ static void run_search(struct tags_ctx *t, const struct tag_command *c, struct o
 	if (front_search(&t->policy, &so, c->argument, &r, &out->err) < 0)
 		return;
 	out->ok = true;
-	struct json_object *hits = json_object_new_array();
-	for (size_t i = 0; i < r.nhits; i++) {
-		struct json_object *h = json_object_new_object();
-		const struct search_hit *s = &r.hits[i];
-		json_object_object_add(h, "path", json_object_new_string(s->path));
-		json_object_object_add(h, "line", json_object_new_uint64(s->line));
-		json_object_object_add(h, "snippet",
-				       json_text((const uint8_t *)s->snippet, strlen(s->snippet)));
-		json_object_object_add(h, "score", json_object_new_double(s->score));
-		json_object_array_add(hits, h);
-		out->bytes += strlen(s->snippet);
-	}
-	out->result = json_object_new_object();
-	json_object_object_add(out->result, "hits", hits);
-	json_object_object_add(out->result, "files_indexed",
-			       json_object_new_uint64(r.files_indexed));
+	for (size_t i = 0; i < r.nhits; i++)
+		out->bytes += strlen(r.hits[i].snippet);
+	out->result = search_result_json(c->argument, &r);
 	search_result_free(&r);
 }
 
@@ -526,6 +502,29 @@ static void print_string_field(struct json_object *o, const char *key)
 		print_block(json_object_get_string(v), (size_t)json_object_get_string_len(v));
 }
 
+static uint64_t field_u64(struct json_object *o, const char *key)
+{
+	return (uint64_t)json_object_get_int64(json_object_object_get(o, key));
+}
+
+/* After a file's lines, when some are left out: which ones were shown. */
+static void print_open_span(struct json_object *r)
+{
+	struct read_result rr = {
+		.total_lines = field_u64(r, "total_lines"),
+		.first_line = field_u64(r, "first_line"),
+		.last_line = field_u64(r, "last_line"),
+		.binary = json_object_get_boolean(json_object_object_get(r, "binary")),
+	};
+	char span[128];
+
+	read_result_span(&rr, span, sizeof(span));
+	if (span[0] && rr.last_line < rr.total_lines)
+		printf("[%s shown: the output budget left out the rest]\n", span);
+	else if (span[0])
+		printf("[%s]\n", span);
+}
+
 /* The result of a command for a person: its lines, not its JSON. */
 static void print_result_text(const struct tag_command *c, struct json_object *r)
 {
@@ -534,6 +533,7 @@ static void print_result_text(const struct tag_command *c, struct json_object *r
 	switch (c->kind) {
 	case TAG_OPEN:
 		print_string_field(r, "text");
+		print_open_span(r);
 		break;
 	case TAG_WRITE:
 		json_object_object_get_ex(r, "created", &v);
@@ -551,6 +551,8 @@ static void print_result_text(const struct tag_command *c, struct json_object *r
 	case TAG_SEARCH:
 	case TAG_GREP:
 		list = json_object_object_get(r, c->kind == TAG_SEARCH ? "hits" : "matches");
+		if (json_object_array_length(list) == 0)
+			printf("(nothing found)\n");
 		for (size_t i = 0; i < json_object_array_length(list); i++) {
 			struct json_object *h = json_object_array_get_idx(list, i);
 			printf("%s:%s: %s\n", json_object_get_string(json_object_object_get(h, "path")),

@@ -93,13 +93,7 @@ static Toolrun__ServerMessage *ask(const struct config *cfg, Toolrun__ClientMess
 		fprintf(stderr, "toolrun: %s\n", why);
 		return NULL;
 	}
-	Toolrun__Hello h = TOOLRUN__HELLO__INIT;
-	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
-	h.protocol_version = TOOLRUN__VERSION__VERSION_1;
-	h.software = (char *)"toolrun " TOOLRUN_VERSION;
-	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
-	m.hello = &h;
-	int r = wire_send(fd, &m, -1);
+	int r = wire_hello(fd, TOOLRUN__VERSION__VERSION_1);
 	if (r == 0)
 		r = wire_send(fd, msg, -1);
 	/* A daemon that refuses a peer says why, then closes: the reason

@@ -22,6 +22,18 @@ int wire_send(int fd, Toolrun__ClientMessage *m, int attach)
 	return r;
 }
 
+int wire_hello(int fd, uint32_t version)
+{
+	Toolrun__Hello h = TOOLRUN__HELLO__INIT;
+	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
+
+	h.protocol_version = version;
+	h.software = (char *)"toolrun " TOOLRUN_VERSION;
+	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
+	m.hello = &h;
+	return wire_send(fd, &m, -1);
+}
+
 /* Wait until fd is readable, at most wait_s seconds. */
 static bool readable_within(int fd, int wait_s)
 {

@@ -12,6 +12,9 @@
  * Returns 0 or -errno. */
 int wire_send(int fd, Toolrun__ClientMessage *m, int attach);
 
+/* Hello with the protocol version the caller speaks. 0 or -errno. */
+int wire_hello(int fd, uint32_t version);
+
 /* The next message from toolrund other than Hello, of the kind expected,
  * waiting at most wait_s seconds for it. NULL with one line in why
  * saying what happened: no answer, a closed connection, an undecodable

@@ -185,10 +185,18 @@ static bool argument_room(struct tag_scanner *s)
 	return true;
 }
 
+/* Empty, and NUL-terminated as the next command's fields must be. */
+static void bytes_clear(struct bytes *b)
+{
+	b->len = 0;
+	if (b->p)
+		b->p[0] = '\0';
+}
+
 static void reset_command(struct tag_scanner *s)
 {
-	s->raw.len = 0;
-	s->content.len = 0;
+	bytes_clear(&s->raw);
+	bytes_clear(&s->content);
 	s->arg_start = 0;
 	s->quote = 0;
 	s->escaped = false;

@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "check.h"
 #include "config.h"
 #include "frame.h"
 #include "outq.h"
@@ -91,18 +92,6 @@ static bool fd_check;       /* /proc/self/fd can be read: count descriptors */
 /* Per run. */
 static struct config cfg;
 static bool cfg_fresh;
-
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond))                                                   \
-			check_failed(__LINE__, #cond);                         \
-	} while (0)
-
-__attribute__((noreturn)) static void check_failed(int line, const char *what)
-{
-	fprintf(stderr, "fuzz-request.c:%d: expectation failed: %s\n", line, what);
-	abort();
-}
 
 static void cleanup(void)
 {
