@@ -328,7 +328,9 @@ scenarios.cancel = async () => {
 		r = bashIs('bash', await call(client, 'bash', { command: 'echo alive', timeout: 10 }), 'done');
 		const took = Date.now() - t0;
 		check(r.stdout === 'alive\n', 'the next call in the session runs', r);
-		check(took < 3000, 'and answers promptly (< 3 s), not after the cancelled command', `${took} ms`);
+		// Not after the cancelled command, which would hold the session
+		// 33 s more; the bound leaves room for a loaded machine.
+		check(took < 10000, 'and answers promptly (< 10 s), not after the cancelled command', `${took} ms`);
 		note(`next call took ${took} ms`);
 		// Past the moment the cancelled command would have made its file.
 		const wait = 6000 - (Date.now() - started);
