@@ -1,0 +1,207 @@
+#!/usr/bin/env bats
+# `toolrun mcp` driven by real MCP clients over stdio: the official SDK's
+# Client (test/mcp/client.mjs, one scenario a test) and the MCP
+# Inspector's CLI mode, against this file's own toolrund.
+#
+# The clients come from test/mcp/node_modules (scripts/setup-deps.sh runs
+# `npm ci` there); nothing is fetched at test time. Without them (or
+# without node) every test is skipped with the reason, except under
+# CI=true, where that is a failure.
+
+load helpers
+
+MCP_DIR="$TOOLRUN_SOURCE/test/mcp"
+PY=$(command -v /usr/bin/python3 || command -v python3)
+
+# Why the clients cannot run here, if they cannot.
+mcp_missing() {
+	if ! command -v node >/dev/null 2>&1; then
+		echo "node is not installed"
+	elif [ ! -f "$MCP_DIR/node_modules/@modelcontextprotocol/sdk/package.json" ] ||
+		[ ! -f "$MCP_DIR/node_modules/@modelcontextprotocol/inspector/package.json" ]; then
+		echo "test/mcp/node_modules is missing (scripts/setup-deps.sh runs npm ci there)"
+	fi
+}
+
+setup_file() {
+	local why
+	why=$(mcp_missing)
+	if [ -n "$why" ]; then
+		if [ "${CI-}" = true ]; then
+			echo "25-mcp: $why; under CI=true the MCP clients must be installed" >&2
+			return 1
+		fi
+		export MCP_SKIP="MCP client tests skipped: $why"
+		return 0
+	fi
+	tr_start
+	MCP_ROOT="$TR_DIR/root"
+	mkdir -p "$MCP_ROOT"
+	export MCP_ROOT
+}
+
+teardown_file() {
+	[ -n "${MCP_SKIP-}" ] || tr_stop
+}
+
+setup() {
+	[ -z "${MCP_SKIP-}" ] || skip "$MCP_SKIP"
+}
+
+# scenario NAME: client.mjs's scenario against `toolrun mcp --root ROOT`;
+# its TAP lines are in the output when it fails.
+scenario() {
+	run --separate-stderr timeout 300 node "$MCP_DIR/client.mjs" --scenario "$1" -- \
+		"$TR_CLI" mcp --root "$MCP_ROOT"
+	printf '%s\n' "$output"
+	[ -z "$stderr" ] || printf 'stderr: %s\n' "$stderr"
+	[ "$status" -eq 0 ]
+	[[ $output == *"ok 1 - $1"* ]]
+}
+
+@test "25-mcp: initialize, both protocol versions; an unknown one gets the latest" {
+	scenario initialize
+}
+
+@test "25-mcp: tools/list: eight tools, each with input and output schemas" {
+	scenario tools-list
+}
+
+@test "25-mcp: each tool once, its result valid against its outputSchema" {
+	scenario tools-each
+}
+
+@test "25-mcp: a session across calls: cd and export kept; input to a waiting command" {
+	scenario session
+}
+
+@test "25-mcp: seq 1 100000: cut with a marker, the whole in the spill file" {
+	scenario large-output
+}
+
+@test "25-mcp: a cancelled call interrupts its command" {
+	scenario cancel
+}
+
+@test "25-mcp: a cancellation on the wire: no answer for it, pings answered meanwhile" {
+	scenario cancel-raw
+}
+
+@test "25-mcp: progress notifications while a command runs" {
+	scenario progress
+}
+
+@test "25-mcp: paths outside the root are refused (VALIDATION)" {
+	scenario paths
+}
+
+@test "25-mcp: arguments a tool does not accept" {
+	scenario bad-arguments
+}
+
+@test "25-mcp: garbage on stdin gets JSON-RPC errors; the server goes on; EOF ends it with 0" {
+	scenario garbage
+}
+
+@test "25-mcp: requests in flight at once" {
+	scenario concurrent
+}
+
+# The number of sessions toolrund lists.
+session_count() {
+	"$TR_CLI" session list --json |
+		"$PY" -c 'import json, sys; print(len(json.load(sys.stdin)["sessions"]))'
+}
+
+@test "25-mcp: the server's session stays after it ends" {
+	local before after
+	before=$(session_count)
+	# The scenario runs bash: its server makes a session, then sees EOF.
+	run --separate-stderr timeout 120 node "$MCP_DIR/client.mjs" --scenario concurrent -- \
+		"$TR_CLI" mcp --root "$MCP_ROOT"
+	printf '%s\n' "$output"
+	[ "$status" -eq 0 ]
+	after=$(session_count)
+	[ "$after" -eq $((before + 1)) ]
+}
+
+# ---------------------------------------------------------------------
+# The MCP Inspector's CLI mode (the local copy: no network).
+
+# inspector ARGS...: `mcp-inspector --cli` against toolrun mcp (with
+# --session $MCP_SESSION when that is set); the answer (JSON) in $output.
+inspector() {
+	local server=("$TR_CLI" mcp --root "$MCP_ROOT")
+	[ -z "${MCP_SESSION-}" ] || server+=(--session "$MCP_SESSION")
+	run --separate-stderr timeout 120 env -C "$MCP_DIR" npm_config_offline=true \
+		npx --no-install @modelcontextprotocol/inspector --cli \
+		-e TOOLRUN_CONFIG="$TOOLRUN_CONFIG" -e TR_MARK="$TR_MARK" \
+		"${server[@]}" "$@"
+	printf '%s\n' "$output"
+	[ "$status" -eq 0 ]
+}
+
+# jget EXPR [JSON]: a Python expression over the answer `r` (the JSON in
+# $output), or over JSON as `r0`.
+jget() {
+	"$PY" -c 'import json, sys; r = r0 = json.loads(sys.argv[2]); v = eval(sys.argv[1]); print(v if isinstance(v, str) else json.dumps(v))' "$1" "${2-$output}"
+}
+
+# inspector_tool NAME ARGS...: tools/call through the Inspector; fails
+# unless the result is a success with structuredContent.
+inspector_tool() {
+	local name=$1
+	shift
+	local a targs=()
+	for a in "$@"; do targs+=(--tool-arg "$a"); done
+	inspector --method tools/call --tool-name "$name" "${targs[@]}"
+	[ "$(jget 'r.get("isError", False)')" = false ]
+	[ "$(jget '"structuredContent" in r')" = true ]
+}
+
+@test "25-mcp: Inspector CLI: tools/list" {
+	inspector --method tools/list
+	[ "$(jget 'sorted(t["name"] for t in r["tools"])')" = \
+		'["bash", "bash_input", "bash_interrupt", "bash_output", "edit_file", "read_file", "search", "write_file"]' ]
+	[ "$(jget 'all("outputSchema" in t and "inputSchema" in t for t in r["tools"])')" = true ]
+}
+
+@test "25-mcp: Inspector CLI: each tool once" {
+	unset MCP_SESSION
+	inspector_tool bash 'command=echo inspected; printf "%s\n" one two > insp.txt'
+	[ "$(jget 'r["structuredContent"]["stdout"]')" = inspected ]
+	local first=$output
+	[ "$(jget 'r["structuredContent"]["exit_code"]')" = 0 ]
+	inspector_tool read_file path=insp.txt
+	[ "$(jget 'r["structuredContent"]["total_lines"]')" = 2 ]
+	inspector_tool write_file path=insp2.txt 'content=inspector wrote this'
+	[ "$(jget 'r["structuredContent"]["created"]')" = true ]
+	inspector_tool edit_file path=insp2.txt old_string=wrote new_string=edited
+	[ "$(jget 'r["structuredContent"]["replacements"]')" = 1 ]
+	[ "$(cat "$MCP_ROOT/insp2.txt")" = "inspector edited this" ]
+	inspector_tool search query=inspector
+	[ "$(jget 'any(h["path"].endswith("insp2.txt") for h in r["structuredContent"]["hits"])')" = true ]
+	# Each Inspector call is a server of its own: the session tools go to
+	# the first call's session (--session), where a command is left running.
+	MCP_SESSION=$(jget 'r0["structuredContent"]["session"]' "$first")
+	inspector_tool bash 'command=sleep 30; echo slept' timeout=1
+	[ "$(jget 'r["structuredContent"]["state"]')" = running ]
+	[ "$(jget 'r["structuredContent"]["session"]')" = "$MCP_SESSION" ]
+	inspector_tool bash_output timeout=1
+	[ "$(jget 'r["structuredContent"]["state"]')" = running ]
+	inspector_tool bash_interrupt timeout=5
+	[ "$(jget 'r["structuredContent"]["state"]')" = done ]
+	# Ctrl-C: bash reports 130, or the signal itself.
+	[ "$(jget 'r["structuredContent"]["signal"] == "SIGINT" or r["structuredContent"]["exit_code"] == 130')" = true ]
+	inspector_tool bash 'command=read x; echo "got $x"' timeout=5
+	[ "$(jget 'r["structuredContent"]["state"]')" = waiting_input ]
+	inspector_tool bash_input text=hello timeout=5
+	[ "$(jget 'r["structuredContent"]["state"]')" = done ]
+	[ "$(jget 'r["structuredContent"]["stdout"]')" = "got hello" ]
+}
+
+@test "25-mcp: Inspector CLI: a path outside the root is a tool error" {
+	inspector --method tools/call --tool-name read_file --tool-arg path=/etc/passwd
+	[ "$(jget 'r.get("isError")')" = true ]
+	[[ "$(jget 'r["content"][0]["text"]')" == VALIDATION\ * ]]
+}
