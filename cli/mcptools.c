@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,7 +245,8 @@ static void add_text(char **buf, size_t *len, const char *p, size_t n)
 	char *b = realloc(*buf, *len + n + 1);
 	if (!b)
 		return;
-	memcpy(b + *len, p, n);
+	if (n) /* an empty stream's data is NULL */
+		memcpy(b + *len, p, n);
 	*len += n;
 	b[*len] = 0;
 	*buf = b;
@@ -278,6 +280,11 @@ static void status_line(const Toolrun__SessionReply *r, char *s, size_t len)
 		snprintf(s, len, "[killed by signal %s after %llu ms]",
 			 sigabbrev_np(e->signal) ? sigabbrev_np(e->signal) : "?",
 			 (unsigned long long)(e->duration_us / 1000));
+	else if (e && e->code > 128 && e->code < 128 + NSIG && sigabbrev_np(e->code - 128))
+		/* bash's status for a command a signal ended (an interrupt:
+		 * 130, SIGINT). */
+		snprintf(s, len, "[exit %d (128+SIG%s) after %llu ms]", e->code,
+			 sigabbrev_np(e->code - 128), (unsigned long long)(e->duration_us / 1000));
 	else
 		snprintf(s, len, "[exit %d after %llu ms]", e ? e->code : 0,
 			 (unsigned long long)(e ? e->duration_us / 1000 : 0));
@@ -645,7 +652,9 @@ static const struct mcp_tool tools[] = {
 	 COMMAND_OUTPUT, tool_bash_output},
 	{"bash_input", "Send input to the command",
 	 "Send text to the standard input of the command running in the session (a newline is "
-	 "added unless `newline` is false; `eof` closes its input), then return its output and state.",
+	 "added unless `newline` is false), then return its output and state. `eof` closes the "
+	 "session's input for good: later commands of the session read end of file too, so use "
+	 "it only for a command that must see the end of its input, in a session of its own.",
 	 "{\"type\":\"object\",\"properties\":{"
 	 "\"text\":{\"type\":\"string\"},"
 	 "\"newline\":{\"type\":\"boolean\",\"description\":\"add a newline (default true)\"},"
