@@ -483,6 +483,22 @@ static void open_pty(struct launcher *L, const Toolrun__Launcher__OpenPty *o)
 	}
 }
 
+/* The sessions that may read a session's input: its own, and those of
+ * the listed tools its commands handed to toolrund with that input as
+ * their stdin (each job leads its own session), which run outside it. */
+static size_t input_readers(struct launcher *L, const struct launched *session, dev_t dev,
+			    ino_t ino, pid_t *sids, size_t max)
+{
+	size_t n = 0;
+
+	sids[n++] = session->pid;
+	for (struct launched *k = L->jobs; k && n < max; k = k->next)
+		if (k != session && !k->exited && k->uid == session->uid && k->stdin_fifo &&
+		    k->stdin_dev == dev && k->stdin_ino == ino)
+			sids[n++] = k->pid;
+	return n;
+}
+
 static void check_waiting(struct launcher *L, const Toolrun__Launcher__CheckWaiting *c)
 {
 	Toolrun__Launcher__WaitingState w = TOOLRUN__LAUNCHER__WAITING_STATE__INIT;
@@ -492,11 +508,14 @@ static void check_waiting(struct launcher *L, const Toolrun__Launcher__CheckWait
 	w.job = c->job;
 	w.unknown = true;
 	if (j && !j->exited) {
+		pid_t sids[64];
+		size_t n = input_readers(L, j, (dev_t)c->input_dev, (ino_t)c->input_ino, sids,
+					 ARRAY_SIZE(sids));
 		/* As the caller, as check_input looks (ptrace's rules). */
 		struct fs_ids was = {0};
 		if (L->callers.can_switch)
 			was = caps_fs_as(j->uid, j->gid);
-		int r = proctree_session_waiting(j->pid, (dev_t)c->input_dev, (ino_t)c->input_ino);
+		int r = proctree_session_waiting(sids, n, (dev_t)c->input_dev, (ino_t)c->input_ino);
 		if (L->callers.can_switch)
 			caps_fs_as(was.uid, was.gid);
 		w.waiting = r > 0;

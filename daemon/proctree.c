@@ -303,7 +303,15 @@ static int reads_input(int proc, pid_t pid, dev_t dev, ino_t ino)
 	return 0;
 }
 
-int proctree_session_waiting(pid_t sid, dev_t dev, ino_t ino)
+static bool one_of(pid_t sid, const pid_t *sids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (sids[i] == sid)
+			return true;
+	return false;
+}
+
+int proctree_session_waiting(const pid_t *sids, size_t nsids, dev_t dev, ino_t ino)
 {
 	int proc;
 	DIR *d = open_proc(&proc);
@@ -315,7 +323,7 @@ int proctree_session_waiting(pid_t sid, dev_t dev, ino_t ino)
 	while (found == 0 && (e = readdir(d))) {
 		struct stat_line st;
 		pid_t pid = entry_pid(e->d_name);
-		if (pid == 0 || read_stat(proc, pid, &st) < 0 || st.session != sid)
+		if (pid == 0 || read_stat(proc, pid, &st) < 0 || !one_of(st.session, sids, nsids))
 			continue;
 		if (st.state != 'S')
 			continue; /* running, stopped, dead: not waiting to read */

@@ -33,14 +33,14 @@ int proctree_kill_session(pid_t sid, int signo);
 bool proctree_pipe_has_writer(dev_t dev, ino_t ino, pid_t exclude_sid);
 
 /*
- * Whether a process of session sid is blocked reading the file (dev,
- * ino): in read(), readv(), pread64(), preadv() on it, or in poll(),
- * ppoll(), select() or pselect6() waiting for it to be readable (from
- * /proc/PID/syscall, and /proc/PID/mem for the poll set). The kernel
- * shows those only to a process that may trace the one it looks at.
- * Returns 1 waiting, 0 not, or -errno when no process could be looked
- * at and none was found waiting.
+ * Whether a process of one of the sessions sids (nsids of them) is
+ * blocked reading the file (dev, ino): in read(), readv(), pread64(),
+ * preadv() on it, or in poll(), ppoll(), select() or pselect6() waiting
+ * for it to be readable (from /proc/PID/syscall, and /proc/PID/mem for
+ * the poll set). The kernel shows those only to a process that may trace
+ * the one it looks at. Returns 1 waiting, 0 not, or -errno when no
+ * process could be looked at and none was found waiting.
  */
-int proctree_session_waiting(pid_t sid, dev_t dev, ino_t ino);
+int proctree_session_waiting(const pid_t *sids, size_t nsids, dev_t dev, ino_t ino);
 
 #endif

@@ -519,6 +519,22 @@ daemon_fd_counts() {
 	session close "$sid" || true
 }
 
+@test "session: a listed tool reading the session's input is waiting_input too" {
+	# cat runs under toolrund, in a session of its own, with the
+	# session's input as its stdin: it is waited for all the same.
+	new_session
+	run --separate-stderr session run "$sid" --timeout 30 --json -- 'cat; echo after'
+	[ "$status" -eq 124 ]
+	[ "$(jf state)" = waiting_input ]
+	run --separate-stderr session write "$sid" --timeout 20 --json hello
+	[ "$status" -eq 124 ]
+	[ "$(jf state)" = waiting_input ]
+	[ "$(jq_str stdout)" = '"hello\n"' ]
+	run --separate-stderr session interrupt "$sid" --timeout 20 --json
+	[ "$(jf state)" = done ]
+	session close "$sid" || true
+}
+
 @test "session: closing sessions leaks no fd in the daemon and leaves no process" {
 	# A first round, so that whatever the daemon opens once is open.
 	new_session --tty

@@ -418,7 +418,7 @@ static void check_waiting_kind(enum wait_kind kind)
 	identity_of(in[0], &dev, &ino);
 	pid_t pid = blocked_reader(in[0], kind, true);
 	wait_blocked(pid);
-	assert_int_equal(proctree_session_waiting(pid, dev, ino), 1);
+	assert_int_equal(proctree_session_waiting(&pid, 1, dev, ino), 1);
 	assert_int_equal(write(in[1], "x", 1), 1);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -459,7 +459,7 @@ static void test_session_reading_another_pipe_is_not_waiting(void **state)
 	identity_of(in[0], &dev, &ino);
 	pid_t pid = blocked_reader(other[0], WAIT_READ, true);
 	wait_blocked(pid);
-	assert_int_equal(proctree_session_waiting(pid, dev, ino), 0);
+	assert_int_equal(proctree_session_waiting(&pid, 1, dev, ino), 0);
 	assert_int_equal(write(other[1], "x", 1), 1);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	close(in[0]);
@@ -483,7 +483,33 @@ static void test_reader_outside_the_session_is_not_waiting(void **state)
 	pid_t sid = child_ready(&quiet);
 	pid_t pid = blocked_reader(in[0], WAIT_READ, true);
 	wait_blocked(pid);
-	assert_int_equal(proctree_session_waiting(sid, dev, ino), 0);
+	assert_int_equal(proctree_session_waiting(&sid, 1, dev, ino), 0);
+	assert_int_equal(write(in[1], "x", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	end_child(&quiet);
+	close(in[0]);
+	close(in[1]);
+}
+
+/* A listed tool run for a session's command reads its input in a session
+ * of its own: given with the session's, it counts. */
+static void test_reader_in_a_session_given_along_is_waiting(void **state)
+{
+	int in[2];
+	dev_t dev;
+	ino_t ino;
+	int status;
+	(void)state;
+
+	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+	identity_of(in[0], &dev, &ino);
+	struct child quiet = start_child(new_session, NULL, NULL);
+	pid_t sids[2] = {child_ready(&quiet), 0};
+	pid_t pid = blocked_reader(in[0], WAIT_READ, true);
+	wait_blocked(pid);
+	sids[1] = getsid(pid);
+	assert_int_equal(proctree_session_waiting(sids, 1, dev, ino), 0);
+	assert_int_equal(proctree_session_waiting(sids, 2, dev, ino), 1);
 	assert_int_equal(write(in[1], "x", 1), 1);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	end_child(&quiet);
@@ -506,6 +532,7 @@ int main(void)
 		cmocka_unit_test(test_session_blocked_in_select_on_its_input_is_waiting),
 		cmocka_unit_test(test_session_reading_another_pipe_is_not_waiting),
 		cmocka_unit_test(test_reader_outside_the_session_is_not_waiting),
+		cmocka_unit_test(test_reader_in_a_session_given_along_is_waiting),
 	};
 
 	/* Orphans of killed children come back to us, to be waited for. */
