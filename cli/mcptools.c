@@ -240,17 +240,6 @@ static int session_call(struct mcp_tools *T, struct json_object *args, Toolrun__
 	return T->wait_call(T->server, T, sc, -1, a, why, len);
 }
 
-static void add_text(char **buf, size_t *len, const char *p, size_t n)
-{
-	char *b = realloc(*buf, *len + n + 1);
-	if (!b)
-		return;
-	if (n) /* an empty stream's data is NULL */
-		memcpy(b + *len, p, n);
-	*len += n;
-	b[*len] = 0;
-	*buf = b;
-}
 
 /* The last line of a command's text: what happened and what to do. */
 static void status_line(const Toolrun__SessionReply *r, char *s, size_t len)
@@ -293,22 +282,22 @@ static void status_line(const Toolrun__SessionReply *r, char *s, size_t len)
 /* The model's text: stdout, stderr after a label, then the status. */
 static char *command_text(const Toolrun__SessionReply *r)
 {
-	char *t = NULL, status[512];
-	size_t n = 0;
+	struct front_buf t = {0};
+	char status[512];
 
-	add_text(&t, &n, "", 0);
-	add_text(&t, &n, (const char *)r->stdout.data, r->stdout.len);
+	front_buf_add(&t, "", 0);
+	front_buf_add(&t, (const char *)r->stdout.data, r->stdout.len);
 	if (r->stderr.len) {
-		if (n && t[n - 1] != '\n')
-			add_text(&t, &n, "\n", 1);
-		add_text(&t, &n, "[stderr]\n", 9);
-		add_text(&t, &n, (const char *)r->stderr.data, r->stderr.len);
+		if (front_buf_mid_line(&t))
+			front_buf_add(&t, "\n", 1);
+		front_buf_add(&t, "[stderr]\n", 9);
+		front_buf_add(&t, (const char *)r->stderr.data, r->stderr.len);
 	}
-	if (n && t[n - 1] != '\n')
-		add_text(&t, &n, "\n", 1);
+	if (front_buf_mid_line(&t))
+		front_buf_add(&t, "\n", 1);
 	status_line(r, status, sizeof(status));
-	add_text(&t, &n, status, strlen(status));
-	return t;
+	front_buf_add(&t, status, strlen(status));
+	return t.p;
 }
 
 static struct json_object *command_result(struct mcp_tools *T, struct sess_answer *a)
@@ -519,13 +508,13 @@ static struct json_object *tool_read_file(struct mcp_tools *T, struct json_objec
 	}
 	audit(T, "read_file", rq.path, NULL, out.text_len, start);
 	struct json_object *o = read_result_json(&out);
-	char *text = NULL, note[PATH_MAX + 256] = "";
-	size_t n = 0;
-	add_text(&text, &n, out.text, out.text_len);
-	read_note(&out, n && text[n - 1] != '\n', note, sizeof(note));
-	add_text(&text, &n, note, strlen(note));
-	struct json_object *r = tool_result(o, text ? text : "");
-	free(text);
+	struct front_buf text = {0};
+	char note[PATH_MAX + 256] = "";
+	front_buf_add(&text, out.text, out.text_len);
+	read_note(&out, front_buf_mid_line(&text), note, sizeof(note));
+	front_buf_add(&text, note, strlen(note));
+	struct json_object *r = tool_result(o, text.p ? text.p : "");
+	free(text.p);
 	read_result_free(&out);
 	return r;
 }
@@ -590,21 +579,21 @@ static struct json_object *tool_edit_file(struct mcp_tools *T, struct json_objec
 
 static char *search_text(const char *query, const struct search_result *s)
 {
-	char *t = NULL, line[512];
-	size_t n = 0;
+	struct front_buf t = {0};
+	char line[512];
 
-	add_text(&t, &n, "", 0);
+	front_buf_add(&t, "", 0);
 	for (size_t i = 0; i < s->nhits; i++) {
 		snprintf(line, sizeof(line), "%s:%llu: ", s->hits[i].path,
 			 (unsigned long long)s->hits[i].line);
-		add_text(&t, &n, line, strlen(line));
-		add_text(&t, &n, s->hits[i].snippet, strlen(s->hits[i].snippet));
-		add_text(&t, &n, "\n", 1);
+		front_buf_add(&t, line, strlen(line));
+		front_buf_add(&t, s->hits[i].snippet, strlen(s->hits[i].snippet));
+		front_buf_add(&t, "\n", 1);
 	}
 	snprintf(line, sizeof(line), "[%zu hit%s for \"%.200s\" in %llu indexed files]", s->nhits,
 		 s->nhits == 1 ? "" : "s", query, (unsigned long long)s->files_indexed);
-	add_text(&t, &n, line, strlen(line));
-	return t;
+	front_buf_add(&t, line, strlen(line));
+	return t.p;
 }
 
 static struct json_object *tool_search(struct mcp_tools *T, struct json_object *args)

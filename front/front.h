@@ -38,4 +38,18 @@ __attribute__((format(printf, 4, 5))) int front_fail(struct front_error *e,
 						     enum front_category c,
 						     const char *code, const char *fmt, ...);
 
+/* A growing run of bytes, NUL-terminated after len (p is NULL until the
+ * first byte): text the front ends build up as it comes. */
+struct front_buf {
+	char *p;
+	size_t len, cap;
+};
+
+/* Append n bytes (p may be NULL when n is 0). 0, or -1 out of memory,
+ * with b as it was. */
+int front_buf_add(struct front_buf *b, const void *p, size_t n);
+/* Empty again, keeping the memory. */
+void front_buf_clear(struct front_buf *b);
+/* Whether the text so far ends mid-line (not empty, no final newline). */
+bool front_buf_mid_line(const struct front_buf *b);
 #endif

@@ -49,10 +49,6 @@ static const char WRITE_CLOSE[] = "</write>";
 #define WRITE_CLOSE_LEN (sizeof(WRITE_CLOSE) - 1)
 
 /* A growing byte buffer, NUL-terminated. */
-struct bytes {
-	char *p;
-	size_t len, cap;
-};
 
 struct tag_scanner {
 	const struct tag_scanner_ops *ops;
@@ -62,12 +58,12 @@ struct tag_scanner {
 	uint64_t line;     /* of the byte being read */
 	uint64_t cmd_line; /* where the command being read began */
 	uint64_t ncommands;
-	struct bytes raw;     /* the command's text from '<' up to '>' */
+	struct front_buf raw;     /* the command's text from '<' up to '>' */
 	size_t arg_start;     /* in raw; 0 while still in the white space */
 	char quote;           /* EXEC, GREP: the open quote, or 0 */
 	bool escaped;         /* EXEC, GREP: after a backslash */
 	bool body_started;    /* WRITE_BODY: a byte has been seen */
-	struct bytes content; /* WRITE_BODY */
+	struct front_buf content; /* WRITE_BODY */
 	size_t close_matched; /* bytes of "</write>" matched, not yet content */
 	bool skip_body_next;  /* SKIP_ARG: a write's header, its body next */
 	char text[4096];      /* text not yet passed to ops->text */
@@ -93,23 +89,6 @@ const char *tag_kind_name(enum tag_kind k)
 	return "unknown";
 }
 
-static int bytes_add(struct bytes *b, const char *p, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *grown = realloc(b->p, cap);
-		if (!grown)
-			return -1;
-		b->p = grown;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return 0;
-}
 
 /* ───────────────────────── text ───────────────────────── */
 
@@ -185,18 +164,11 @@ static bool argument_room(struct tag_scanner *s)
 	return true;
 }
 
-/* Empty, and NUL-terminated as the next command's fields must be. */
-static void bytes_clear(struct bytes *b)
-{
-	b->len = 0;
-	if (b->p)
-		b->p[0] = '\0';
-}
 
 static void reset_command(struct tag_scanner *s)
 {
-	bytes_clear(&s->raw);
-	bytes_clear(&s->content);
+	front_buf_clear(&s->raw);
+	front_buf_clear(&s->content);
 	s->arg_start = 0;
 	s->quote = 0;
 	s->escaped = false;
@@ -287,7 +259,7 @@ static void tag_open_byte(struct tag_scanner *s, char b)
 	for (size_t i = 0; i < NTAGS; i++) {
 		if (strlen(TAGS[i].name) > n && memcmp(TAGS[i].name, name, n) == 0 &&
 		    TAGS[i].name[n] == b) {
-			bytes_add(&s->raw, &b, 1); /* at most 7 bytes: reserved */
+			front_buf_add(&s->raw, &b, 1); /* at most 7 bytes: reserved */
 			return;
 		}
 	}
@@ -367,7 +339,7 @@ static void argument_byte(struct tag_scanner *s, char b)
 		scan_byte(s, b);
 		return;
 	}
-	if (bytes_add(&s->raw, &b, 1) < 0) {
+	if (front_buf_add(&s->raw, &b, 1) < 0) {
 		fail_command(s, FRONT_INTERNAL, "NO_MEMORY", "out of memory", skip);
 		scan_byte(s, b);
 		return;
@@ -399,8 +371,8 @@ static void body_byte(struct tag_scanner *s, char b)
 	}
 	/* What looked like "</write>" was content. "</write>" repeats no
 	 * prefix of itself but "<", so b may only begin a new match. */
-	if (bytes_add(&s->content, WRITE_CLOSE, s->close_matched) < 0 ||
-	    (b != '<' && bytes_add(&s->content, &b, 1) < 0)) {
+	if (front_buf_add(&s->content, WRITE_CLOSE, s->close_matched) < 0 ||
+	    (b != '<' && front_buf_add(&s->content, &b, 1) < 0)) {
 		fail_command(s, FRONT_INTERNAL, "NO_MEMORY", "out of memory", ST_SKIP_BODY);
 		scan_byte(s, b);
 		return;
@@ -426,7 +398,7 @@ static void scan_byte(struct tag_scanner *s, char b)
 	case ST_SCANNING:
 		if (b == '<') {
 			s->raw.len = 0;
-			bytes_add(&s->raw, &b, 1); /* reserved: see tag_scanner_new */
+			front_buf_add(&s->raw, &b, 1); /* reserved: see tag_scanner_new */
 			s->state = ST_TAG_OPEN;
 		} else {
 			put_text(s, &b, 1);
