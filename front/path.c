@@ -518,6 +518,12 @@ int path_open(const struct path_policy *p, const char *path, enum path_use use,
 	} else {
 		snprintf(ref->name, sizeof(ref->name), "%s", base);
 		ref->fd = open_dir(p, path, dirrel, e);
+		/* Say what to do: a file is written only where its directory
+		 * is (writes make no directories). */
+		if (ref->fd < 0 && strcmp(e->code, "NOT_FOUND") == 0)
+			front_fail(e, FRONT_EXECUTION, "NOT_FOUND",
+				   "%s: the directory %s does not exist; make it first "
+				   "(mkdir -p %s)", path, dirrel, dirrel);
 	}
 	return ref->fd < 0 ? -1 : 0;
 }

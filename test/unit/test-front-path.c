@@ -339,6 +339,10 @@ static void test_write_opens_the_parent(void **state)
 	close(ref.fd);
 	allowed(&e->policy, "top.txt", PATH_WRITE, "top.txt", &ref);
 	refused(&e->policy, "nodir/new.txt", PATH_WRITE, FRONT_EXECUTION, "NOT_FOUND");
+	/* The message says which directory is missing and what to do. */
+	assert_int_equal(path_open(&e->policy, "nodir/new.txt", PATH_WRITE, &ref, &err), -1);
+	assert_non_null(strstr(err.message, "the directory nodir does not exist"));
+	assert_non_null(strstr(err.message, "mkdir -p nodir"));
 }
 
 /* ───────────────────────── ordinary mistakes ───────────────────────── */
