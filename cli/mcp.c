@@ -54,8 +54,9 @@ struct mcp_server {
 	bool in_eof, out_broken, skipping; /* skipping: the rest of a line too long */
 	struct queued *queue; /* messages read, not yet served */
 	size_t q_head, q_len, q_cap;
-	/* The tools/call being served. */
+	/* The tools/call being served, and the session it waits on. */
 	struct json_object *call_id, *progress_token;
+	const char *call_session;
 	bool call_cancelled;
 };
 
@@ -195,7 +196,8 @@ static void interject(struct mcp_server *S, struct json_object *m)
 		if (target && S->call_id && json_object_equal(target, S->call_id) &&
 		    !S->call_cancelled) {
 			S->call_cancelled = true;
-			mcp_tools_interrupt(&S->T, S->T.session);
+			if (S->call_session)
+				mcp_tools_interrupt(&S->T, S->call_session);
 		} else if (target) {
 			drop_queued(S, target);
 		}
@@ -323,18 +325,14 @@ static bool next_message(struct mcp_server *S, struct queued *q)
 /* ------------------------------------------------------------------ */
 /* Waiting for a session                                               */
 
-/* mcp_wait_call_fn: send, then wait for toolrund's answer while
- * reading our own input. */
-static int wait_call(void *server, struct mcp_tools *T, Toolrun__SessionCall *sc, int attach,
-		     struct sess_answer *a, char *why, size_t len)
+/* Wait for the answer to the call sent, reading our own input meanwhile,
+ * until the answer, the deadline or the end. */
+static int wait_answer(struct mcp_server *S, struct mcp_tools *T, Toolrun__SessionCall *sc,
+		       struct sess_answer *a, char *why, size_t len)
 {
-	struct mcp_server *S = server;
 	int64_t start = monotonic_ms(), deadline = start + sc->timeout_ms + ANSWER_GRACE_MS;
 	unsigned ticks = 0;
 
-	*a = (struct sess_answer){0};
-	if (sess_client_send(&T->conn, sc, attach, why, len) < 0)
-		return -1;
 	for (;;) {
 		struct pollfd p[2] = {{.fd = T->conn.fd, .events = POLLIN},
 				      {.fd = S->in_eof ? -1 : STDIN_FILENO, .events = POLLIN}};
@@ -367,6 +365,22 @@ static int wait_call(void *server, struct mcp_tools *T, Toolrun__SessionCall *sc
 				send_progress(S, ticks);
 		}
 	}
+}
+
+/* mcp_wait_call_fn: send, then wait for toolrund's answer while
+ * reading our own input. */
+static int wait_call(void *server, struct mcp_tools *T, Toolrun__SessionCall *sc, int attach,
+		     struct sess_answer *a, char *why, size_t len)
+{
+	struct mcp_server *S = server;
+
+	*a = (struct sess_answer){0};
+	if (sess_client_send(&T->conn, sc, attach, why, len) < 0)
+		return -1;
+	S->call_session = sc->session;
+	int r = wait_answer(S, T, sc, a, why, len);
+	S->call_session = NULL;
+	return r;
 }
 
 /* ------------------------------------------------------------------ */
@@ -463,10 +477,13 @@ static void serve(struct mcp_server *S, const struct queued *q)
 	/* A response to a request of ours: we make none. */
 	if (!method && (member(m, "result") || member(m, "error")))
 		return;
+	/* A null id is present but no id: MCP forbids it. */
+	bool has_id = json_object_is_type(m, json_type_object) &&
+		      json_object_object_get_ex(m, "id", NULL);
 	bool id_ok = id && (json_object_is_type(id, json_type_string) ||
 			    json_object_is_type(id, json_type_int));
 	if (!method || !version || strcmp(json_object_get_string(version), "2.0") != 0 ||
-	    (id && !id_ok)) {
+	    (has_id && !id_ok)) {
 		send_error(S, id_ok ? id : NULL, RPC_INVALID_REQUEST,
 			   "not a JSON-RPC 2.0 request: it needs \"jsonrpc\":\"2.0\", a string "
 			   "\"method\" and a string or integer \"id\"");

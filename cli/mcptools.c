@@ -16,6 +16,10 @@
 
 extern char **environ;
 
+/* After toolrund could not take an audit record, how long file calls go
+ * on without trying again. */
+#define AUDIT_RETRY_MS 30000
+
 /* ------------------------------------------------------------------ */
 /* Schemas                                                             */
 
@@ -114,6 +118,15 @@ static const char *arg_string(struct json_object *args, const char *key, bool *b
 		return NULL;
 	}
 	return json_object_get_string(v);
+}
+
+/* args[key], a string, holds a NUL byte (JSON's \u0000). */
+static bool holds_nul(struct json_object *args, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(args, key, &v) &&
+	       strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v);
 }
 
 /* args[key] as a path: a string without NUL (JSON may hold \u0000,
@@ -342,8 +355,10 @@ static struct json_object *run_session_op(struct mcp_tools *T, struct json_objec
 	    !arg_string(args, "session", &(bool){0})) {
 		sess_answer_free(&a);
 		T->session[0] = 0;
-		if (session_call(T, args, sc, create, &a, why, sizeof(why)) < 0)
+		if (session_call(T, args, sc, create, &a, why, sizeof(why)) < 0) {
+			sess_client_close(&T->conn);
 			return fail(FRONT_EXECUTION, "TOOLRUND", "%s", why);
+		}
 	}
 	return command_result(T, &a);
 }
@@ -361,6 +376,9 @@ static struct json_object *tool_bash(struct mcp_tools *T, struct json_object *ar
 					     "timeout is seconds from 0 to 3600");
 	if (!cmd[0])
 		return fail(FRONT_SYNTAX, "EMPTY_COMMAND", "bash: the command is empty");
+	if (holds_nul(args, "command"))
+		return fail(FRONT_VALIDATION, "NUL_BYTE", "bash: the command holds a NUL byte, "
+							   "which would cut it short");
 	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_RUN;
 	sc.command = (ProtobufCBinaryData){strlen(cmd), (uint8_t *)cmd};
 	sc.timeout_ms = timeout_ms(t);
@@ -394,6 +412,9 @@ static struct json_object *tool_bash_input(struct mcp_tools *T, struct json_obje
 	arg_string(args, "session", &bad);
 	if (bad || (!text && !eof))
 		return bad_arguments("bash_input", "text (a string) is required unless eof is true");
+	if (text && holds_nul(args, "text"))
+		return fail(FRONT_VALIDATION, "NUL_BYTE", "bash_input: the text holds a NUL byte "
+							  "(a terminal cannot send one either)");
 	size_t n = text ? strlen(text) : 0;
 	char *input = malloc(n + 2);
 	if (!input)
@@ -458,10 +479,14 @@ static void audit(struct mcp_tools *T, const char *tool, const char *target,
 	};
 	char why[512];
 
+	/* toolrund down: a file call must not wait for it each time. */
+	if (T->conn.fd < 0 && monotonic_ms() < T->audit_retry_ms)
+		return;
 	if (ensure_connection(T, why, sizeof(why)) == 0 &&
 	    sess_client_record(&T->conn, &r, why, sizeof(why)) == 0)
 		return;
 	sess_client_close(&T->conn);
+	T->audit_retry_ms = monotonic_ms() + AUDIT_RETRY_MS;
 	if (!T->audit_warned)
 		fprintf(stderr, "toolrun mcp: %s; file and search calls go unaudited until "
 				"toolrund answers\n", why);
@@ -474,6 +499,12 @@ static void read_note(const struct read_result *r, bool newline_first, char *s, 
 	char span[128];
 
 	s[0] = '\0';
+	if (!r->binary && r->total_lines && !r->last_line) {
+		snprintf(s, len, "[nothing shown: the offset is past the end of the file, which "
+				 "has %llu line%s]", (unsigned long long)r->total_lines,
+			 r->total_lines == 1 ? "" : "s");
+		return;
+	}
 	read_result_span(r, span, sizeof(span));
 	if (!span[0])
 		return;

@@ -45,6 +45,7 @@ struct mcp_tools {
 	char session[65];       /* the default session; "" until the first bash */
 	struct sess_client conn; /* fd -1 until the first use */
 	bool audit_warned;      /* said once that records cannot reach toolrund */
+	int64_t audit_retry_ms; /* no new connection for records before this */
 	mcp_wait_call_fn wait_call;
 	void *server;
 };

@@ -368,8 +368,16 @@ static void run_exec(struct tags_ctx *t, const struct tag_command *c, struct out
 	sc.timeout_ms = t->o.timeout_ms;
 	if (session_call(t, &sc, -1, &a, &out->err) < 0)
 		return;
-	if (sess_command_status(a.reply) == EXIT_TIMEOUT &&
-	    a.reply->state != TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED) {
+	if (a.reply->state == TOOLRUN__SESSION_STATE__SESSION_STATE_WAITING_INPUT) {
+		/* A tags stream has no input to give it: stopped at once,
+		 * and said so, rather than waited out as a timeout. */
+		out->result = sess_reply_json(a.reply);
+		session_simple(t, TOOLRUN__SESSION_OP__SESSION_OP_INTERRUPT, INTERRUPT_WAIT_MS);
+		front_fail(&out->err, FRONT_EXECUTION, "WAITING_INPUT",
+			   "the command waited for input, which <exec> cannot give: interrupted "
+			   "(give it input in the command itself: echo yes | CMD, or CMD < FILE)");
+	} else if (sess_command_status(a.reply) == EXIT_TIMEOUT &&
+		   a.reply->state != TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED) {
 		/* Still running: stopped, so that the next <exec> finds the
 		 * session free; the output so far is in the result. */
 		out->result = sess_reply_json(a.reply);

@@ -407,6 +407,16 @@ static int inspect_target(int dir, const struct path_ref *ref, const char *path,
 	if (!S_ISREG(t->st.st_mode))
 		return front_fail(e, FRONT_EXECUTION, "NOT_A_FILE", "%s: not a regular file%s",
 				  path, S_ISDIR(t->st.st_mode) ? " but a directory" : "");
+	/* A rename needs only the directory's permission: without this, a
+	 * file the caller may not write (read-only, another user's) would
+	 * be replaced all the same, and become the caller's. */
+	if (faccessat(dir, ref->name, W_OK, AT_EACCESS) < 0)
+		return errno == EACCES || errno == EPERM || errno == EROFS
+			       ? front_fail(e, FRONT_EXECUTION, "PERMISSION_DENIED",
+					    "%s: you may not write to this file (mode %04o, "
+					    "owner uid %u)", path, (unsigned)(t->st.st_mode & 07777),
+					    (unsigned)t->st.st_uid)
+			       : fail_io(e, errno, path, "access");
 	return 0;
 }
 
@@ -438,7 +448,9 @@ static int keep_attributes(int fd, const struct stat *st)
 	if ((st->st_uid != geteuid() || st->st_gid != getegid()) &&
 	    fchown(fd, st->st_uid, st->st_gid) < 0)
 		(void)!fchown(fd, (uid_t)-1, st->st_gid);
-	return fchmod(fd, st->st_mode & 07777) < 0 ? -errno : 0;
+	/* New content is not the program the set-id bits were given to:
+	 * they go, as the kernel drops them when such a file is written. */
+	return fchmod(fd, st->st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID)) < 0 ? -errno : 0;
 }
 
 /* Fill the temporary file; -errno, with what failed. */

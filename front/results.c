@@ -68,6 +68,9 @@ void read_result_span(const struct read_result *r, char *s, size_t len)
 		return;
 	if (r->total_lines == 0)
 		snprintf(s, len, "an empty file");
+	else if (r->last_line == 0)
+		snprintf(s, len, "no lines: the offset is past the end of %llu",
+			 (unsigned long long)r->total_lines);
 	else if (r->last_line < r->total_lines || r->first_line > 1)
 		snprintf(s, len, "lines %llu-%llu of %llu%s", (unsigned long long)r->first_line,
 			 (unsigned long long)r->last_line, (unsigned long long)r->total_lines,

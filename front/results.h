@@ -22,7 +22,8 @@ struct json_object *write_result_json(const struct write_result *w, bool edit);
 struct json_object *search_result_json(const char *query, const struct search_result *s);
 
 /* Which lines a read shows, for the line after them: "lines 1-200 of
- * 5000", "lines 4991-5000 of 5000, the end", "an empty file"; "" when
+ * 5000", "lines 4991-5000 of 5000, the end", "an empty file", "no lines:
+ * the offset is past the end of 3"; "" when
  * the whole file is shown. */
 void read_result_span(const struct read_result *r, char *s, size_t len);
 

@@ -188,7 +188,7 @@ static int default_index_path(const char *root, char *out, size_t len, struct fr
 	unsigned mdlen = 0;
 
 	if (!EVP_Digest(root, strlen(root), md, &mdlen, EVP_sha256(), NULL) || mdlen < 8)
-		return front_fail(e, FRONT_INTERNAL, "SHA256", "search: sha256 of %s failed", root);
+		return front_fail(e, FRONT_INTERNAL, "HASH_FAILED", "search: sha256 of %s failed", root);
 	if (index_dir(dir, sizeof(dir), e) < 0)
 		return -1;
 	int n = snprintf(out, len, "%s/search-", dir);
@@ -348,7 +348,7 @@ static bool extension_allowed(const struct path_policy *p, const char *name)
 	if (!dot || dot == name)
 		return false;
 	for (unsigned i = 0; i < p->nextensions && i < PATH_POLICY_MAX_EXTENSIONS; i++)
-		if (strcmp(dot + 1, p->extensions[i]) == 0)
+		if (strcasecmp(dot + 1, p->extensions[i]) == 0) /* as path.c */
 			return true;
 	return false;
 }

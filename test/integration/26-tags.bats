@@ -205,6 +205,17 @@ for line in sys.stdin:
 	[ "$(jl 2 result.stdout)" = after ]
 }
 
+@test "an <exec> waiting for input is interrupted at once: EXECUTION WAITING_INPUT, not a timeout" {
+	# The long --timeout would be waited out if the wait were not seen.
+	run feed '<exec printf "Name? "; read x><exec echo after>' --json --exec-enabled --timeout 60
+	[ "$status" -eq 1 ]
+	[ "$(jl 1 error.category)" = EXECUTION ]
+	[ "$(jl 1 error.code)" = WAITING_INPUT ]
+	[ "$(jl 1 result.stdout)" = 'Name? ' ]
+	[ "$(jl 2 ok)" = true ]
+	[ "$(jl 2 result.stdout)" = after ]
+}
+
 @test "a live stream: a command's answer comes before the input ends" {
 	local fifo="$TR_DIR/live.fifo" out="$TR_DIR/live.out"
 	mkfifo "$fifo"

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -395,6 +396,51 @@ static void test_write_replaces_and_keeps_mode(void **state)
 	assert_int_equal(entries(e), 1);
 }
 
+/* New content is not what set-id bits were given to: they are dropped. */
+static void test_write_drops_set_id_bits(void **state)
+{
+	struct env *e = *state;
+	char path[128];
+
+	put(e, "tool", "old\n");
+	snprintf(path, sizeof(path), "%s/tool", e->root);
+	assert_int_equal(chmod(path, 06755), 0);
+	assert_int_equal(front_write_file(&e->policy, "tool", "new\n", 4, &e->wr, &e->err), 0);
+	assert_int_equal(stat_of(e, "tool").st_mode & 07777, 0755);
+}
+
+/* A file the caller may not write is not replaced behind its back,
+ * though the directory would let a rename do it. */
+static void test_write_refuses_a_file_the_caller_may_not_write(void **state)
+{
+	struct env *e = *state;
+	char path[128], buf[64];
+	int status;
+
+	if (geteuid() != 0)
+		skip(); /* needs a second user to be */
+	put(e, "theirs.txt", "theirs\n");
+	snprintf(path, sizeof(path), "%s/theirs.txt", e->root);
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(chmod(e->root, 0777), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct write_result w;
+		struct front_error err;
+		if (setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(2);
+		int r = front_write_file(&e->policy, "theirs.txt", "mine\n", 5, &w, &err);
+		_exit(r == -1 && strcmp(err.code, "PERMISSION_DENIED") == 0 ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	content(e, "theirs.txt", buf, sizeof(buf));
+	assert_string_equal(buf, "theirs\n");
+	assert_int_equal(stat_of(e, "theirs.txt").st_uid, 0);
+}
+
 static void test_write_through_symlink_is_refused(void **state)
 {
 	struct env *e = *state;
@@ -540,6 +586,8 @@ int main(void)
 		T(test_read_limits_and_refusals),
 		T(test_write_creates),
 		T(test_write_replaces_and_keeps_mode),
+		T(test_write_drops_set_id_bits),
+		T(test_write_refuses_a_file_the_caller_may_not_write),
 		T(test_write_through_symlink_is_refused),
 		T(test_failed_write_leaves_no_temp_file),
 		T(test_write_limits_and_refusals),
