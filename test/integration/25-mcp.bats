@@ -83,6 +83,10 @@ scenario() {
 	scenario cancel
 }
 
+@test "25-mcp: a cancelled call in another session interrupts that one, not the server's own" {
+	scenario cancel-other-session
+}
+
 @test "25-mcp: a cancellation on the wire: no answer for it, pings answered meanwhile" {
 	scenario cancel-raw
 }

@@ -342,6 +342,40 @@ scenarios.cancel = async () => {
 	});
 };
 
+// A cancelled call that named another session interrupts that session's
+// command, and leaves the server's own session alone.
+scenarios['cancel-other-session'] = async () => {
+	// The other session: a second server's own.
+	let other;
+	await withClient(async (b) => {
+		await listTools(b);
+		other = bashIs('bash', await call(b, 'bash', { command: 'echo other' }), 'done').session;
+	});
+	await withClient(async (client) => {
+		await listTools(client);
+		const own = unique('own'), m = unique('othercancel');
+		bashIs('bash', await call(client, 'bash', { command: `rm -f ${own} ${m}; echo ready` }), 'done');
+		// The server's own session runs on while the other call waits.
+		const bg = bashIs('bash', await call(client, 'bash', { command: `sleep 6; touch ${own}`, timeout: 0.5 }), 'running');
+		check(bg.session !== other, 'two sessions', { own: bg.session, other });
+		const ac = new AbortController();
+		const p = call(client, 'bash', { session: other, command: `sleep 3; touch ${m}; sleep 30`, timeout: 60 },
+			{ signal: ac.signal, timeout: 120000 });
+		await sleep(1000);
+		ac.abort('test: cancelled');
+		try { await p; } catch (e) { note(`the call rejected: ${e.message}`); }
+		const t0 = Date.now();
+		const r = bashIs('bash', await call(client, 'bash', { session: other, command: 'echo alive', timeout: 10 }), 'done');
+		check(r.stdout === 'alive\n', 'the other session runs the next command', r);
+		check(Date.now() - t0 < 10000, 'at once: its cancelled command was interrupted', `${Date.now() - t0} ms`);
+		// The server's own command finishes, not interrupted.
+		const done = bashIs('bash_output', await call(client, 'bash_output', { timeout: 30 }), 'done');
+		check(done.exit_code === 0, "the server's own command ran to its end", done);
+		const seen = bashIs('bash', await call(client, 'bash', { command: `test -e ${own} && echo own; test -e ${m} || echo no-other` }), 'done');
+		check(seen.stdout === 'own\nno-other\n', "the own session's file is there, the cancelled one's is not", seen.stdout);
+	});
+};
+
 scenarios.progress = async () => {
 	await withClient(async (client) => {
 		await listTools(client);
@@ -595,6 +629,7 @@ scenarios.concurrent = async () => {
 };
 
 const ORDER = ['initialize', 'tools-list', 'tools-each', 'session', 'large-output', 'cancel', 'cancel-raw',
+	'cancel-other-session',
 	'progress', 'paths', 'bad-arguments', 'garbage', 'concurrent'];
 
 // ---------------------------------------------------------------------
