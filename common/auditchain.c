@@ -1,4 +1,5 @@
 #include "auditchain.h"
+#include "digest.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -8,71 +9,32 @@
 #include <string.h>
 
 #include <json-c/json.h>
-#include <openssl/evp.h>
 
 const char auditchain_zero[AUDITCHAIN_HEX_SIZE] =
 	"0000000000000000000000000000000000000000000000000000000000000000";
 
-static void to_hex(const uint8_t *d, char hex[AUDITCHAIN_HEX_SIZE])
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < AUDITCHAIN_DIGEST; i++) {
-		hex[2 * i] = digits[d[i] >> 4];
-		hex[2 * i + 1] = digits[d[i] & 15];
-	}
-	hex[2 * AUDITCHAIN_DIGEST] = '\0';
-}
-
-static int digest(const void *data, size_t len, uint8_t out[AUDITCHAIN_DIGEST])
-{
-	unsigned int n = 0;
-
-	if (!EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) || n != AUDITCHAIN_DIGEST)
-		return -EIO;
-	return 0;
-}
-
 int auditchain_hash(const void *line, size_t len, char hex[AUDITCHAIN_HEX_SIZE])
 {
-	uint8_t d[AUDITCHAIN_DIGEST];
-	int r = digest(line, len, d);
-
-	if (r == 0)
-		to_hex(d, hex);
-	return r;
+	digest_sha256_hex(line, len, hex);
+	return 0;
 }
 
 int auditchain_hasher_init(struct auditchain_hasher *h)
 {
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-
-	h->ctx = ctx;
-	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
-		EVP_MD_CTX_free(ctx);
-		h->ctx = NULL;
-		return -EIO;
-	}
+	sha256_init(&h->ctx);
 	return 0;
 }
 
 int auditchain_hasher_add(struct auditchain_hasher *h, const void *data, size_t len)
 {
-	return h->ctx && EVP_DigestUpdate(h->ctx, data, len) ? 0 : -EIO;
+	sha256_update(&h->ctx, len, data);
+	return 0;
 }
 
 int auditchain_hasher_end(struct auditchain_hasher *h, char hex[AUDITCHAIN_HEX_SIZE])
 {
-	uint8_t d[AUDITCHAIN_DIGEST];
-	unsigned int n = 0;
-	int r = h->ctx && EVP_DigestFinal_ex(h->ctx, d, &n) && n == AUDITCHAIN_DIGEST
-			? 0 : -EIO;
-
-	EVP_MD_CTX_free(h->ctx);
-	h->ctx = NULL;
-	if (r == 0)
-		to_hex(d, hex);
-	return r;
+	digest_sha256_end_hex(&h->ctx, hex);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -171,9 +133,7 @@ static int add_line(struct verifier *V, uint32_t file, uint64_t lineno, const ch
 	li->line = lineno;
 	li->cut = cut;
 	li->kind = (uint8_t)classify(s, len, li->prev);
-	int r = digest(s, len, li->hash);
-	if (r < 0)
-		return r;
+	digest_sha256(s, len, li->hash);
 	V->n++;
 	return 0;
 }

@@ -20,7 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define AUDITCHAIN_DIGEST 32
+#include "digest.h"
+
+#define AUDITCHAIN_DIGEST DIGEST_SHA256_SIZE
 /* 64 hex digits and the NUL. */
 #define AUDITCHAIN_HEX_SIZE (2 * AUDITCHAIN_DIGEST + 1)
 /* What a line starts with, before the hex digits. */
@@ -30,17 +32,17 @@
 /* The first line of a chain chains to this. */
 extern const char auditchain_zero[AUDITCHAIN_HEX_SIZE];
 
-/* The SHA-256 of len bytes (OpenSSL EVP) as lowercase hex. Returns 0,
- * or -EIO when OpenSSL fails. */
+/* The SHA-256 of len bytes as lowercase hex. Returns 0 (the int stays
+ * for the error convention: hashing itself cannot fail). */
 int auditchain_hash(const void *line, size_t len, char hex[AUDITCHAIN_HEX_SIZE]);
 
 /* The same, fed in pieces. */
 struct auditchain_hasher {
-	void *ctx; /* EVP_MD_CTX */
+	struct sha256_ctx ctx;
 };
 int auditchain_hasher_init(struct auditchain_hasher *h);
 int auditchain_hasher_add(struct auditchain_hasher *h, const void *data, size_t len);
-/* Writes the hex digest and frees the context (also after a failure). */
+/* Writes the hex digest. */
 int auditchain_hasher_end(struct auditchain_hasher *h, char hex[AUDITCHAIN_HEX_SIZE]);
 
 enum auditchain_result {

@@ -324,7 +324,6 @@ int listener_main(struct listener *L, int death_note)
 
 	if (listener_init(L) < 0)
 		return 1;
-	shape_global_init();
 	/* It parses every byte a client sends: it holds no capability, not
 	 * even the daemon's permitted ones (caps.h). */
 	int r = caps_clear();

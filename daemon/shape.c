@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include "sbuf.h"
 #include "sniff.h"
@@ -18,23 +16,6 @@
 static uint64_t min_u64(uint64_t a, uint64_t b)
 {
 	return a < b ? a : b;
-}
-
-/* ───────────────────────── libcrypto ───────────────────────── */
-
-static const EVP_MD *sha256;
-
-void shape_global_init(void)
-{
-	uint8_t md[EVP_MAX_MD_SIZE];
-	unsigned len;
-
-	/* OpenSSL 3 reads openssl.cnf on first use unless told not to; the
-	 * listener's seccomp filter kills it on open(). One digest now
-	 * loads the default provider and caches SHA-256's implementation. */
-	OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
-	sha256 = EVP_sha256();
-	EVP_Digest("", 0, md, &len, sha256, NULL);
 }
 
 /* ───────────────────────── the rest ring ───────────────────────── */
@@ -142,9 +123,7 @@ void shaper_free(struct shaper *s)
 {
 	free(s->head);
 	free(s->rest.buf);
-	EVP_MD_CTX_free(s->md);
 	s->head = s->rest.buf = NULL;
-	s->md = NULL;
 }
 
 uint64_t count_newlines(const uint8_t *p, size_t n)
@@ -335,10 +314,7 @@ static void binary_feed(struct shaper *s, const uint8_t *p, size_t n,
 			shape_emit_fn spill, void *ctx)
 {
 	account(s, p, n);
-	if (s->md && EVP_DigestUpdate(s->md, p, n) != 1) {
-		EVP_MD_CTX_free(s->md);
-		s->md = NULL;
-	}
+	sha256_update(&s->md, n, p);
 	if (spill)
 		spill(ctx, p, n);
 }
@@ -397,14 +373,8 @@ static void sniff_decide(struct shaper *s, shape_emit_fn emit, shape_emit_fn spi
 	sniff_release(s, emit, spill, ctx);
 	r = s->sniff_released;
 	s->binary = true;
-	if (!sha256)
-		sha256 = EVP_sha256();
-	s->md = EVP_MD_CTX_new();
-	if (s->md && (EVP_DigestInit_ex(s->md, sha256, NULL) != 1 ||
-		      EVP_DigestUpdate(s->md, s->sniff, r) != 1)) {
-		EVP_MD_CTX_free(s->md);
-		s->md = NULL;
-	}
+	sha256_init(&s->md);
+	sha256_update(&s->md, r, s->sniff);
 	/* The text passed on already was counted as it went; the file gets
 	 * the whole stream. */
 	if (spill && r)
@@ -680,21 +650,13 @@ static void emit_marker(const struct shaper *s, const struct cut_range *r,
 
 /* ───────────────────────── binary summary ───────────────────────── */
 
-static void add_sha256(struct sbuf *sb, EVP_MD_CTX *md)
+static void add_sha256(struct sbuf *sb, struct sha256_ctx *md)
 {
-	static const char hex[] = "0123456789abcdef";
-	uint8_t d[EVP_MAX_MD_SIZE];
-	unsigned len = 0;
+	char hex[DIGEST_HEX_SIZE];
 
-	if (!md || EVP_DigestFinal_ex(md, d, &len) != 1) {
-		sbuf_add(sb, "sha256 not computed (out of memory)");
-		return;
-	}
+	digest_sha256_end_hex(md, hex);
 	sbuf_add(sb, "sha256 ");
-	for (unsigned i = 0; i < len; i++) {
-		sbuf_addc(sb, hex[d[i] >> 4]);
-		sbuf_addc(sb, hex[d[i] & 15]);
-	}
+	sbuf_add(sb, hex);
 }
 
 static void emit_summary(struct shaper *s, const struct shape_end *end,
@@ -714,7 +676,7 @@ static void emit_summary(struct shaper *s, const struct shape_end *end,
 	sbuf_add(&sb, ", ");
 	sbuf_add(&sb, sniff_type(s->sniff, s->sniff_len));
 	sbuf_add(&sb, ", ");
-	add_sha256(&sb, s->md);
+	add_sha256(&sb, &s->md);
 	sbuf_add(&sb, "; ");
 	add_where(&sb, s, end);
 	sbuf_add(&sb, "]\n");

@@ -82,7 +82,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <openssl/types.h>
+#include "digest.h"
 
 #include "config.h"
 
@@ -139,7 +139,7 @@ struct shaper {
 	uint8_t sniff[SHAPE_SNIFF];
 	size_t sniff_len;
 	size_t sniff_released;  /* of those, passed on as text already */
-	EVP_MD_CTX *md;         /* SHA-256 of a binary stream */
+	struct sha256_ctx md;   /* SHA-256 of a binary stream */
 
 	uint64_t dropped_bytes, dropped_lines; /* set at finish */
 };
@@ -158,10 +158,6 @@ struct shape_end {
 	uint64_t spill_bytes;
 	const char *spill_error; /* no spill_path: why ("spill_dir is empty") */
 };
-
-/* Initialise libcrypto without reading any config file and make SHA-256
- * ready: call once before a seccomp filter forbids open(). */
-void shape_global_init(void);
 
 /* 0, or -ENOMEM: the head and rest buffers are allocated here. */
 int shaper_init(struct shaper *s, const struct shape_opts *o);

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
 
+#include "digest.h"
 #include "util.h"
 
 /* How much of a file decides whether it is text: NUL bytes or invalid
@@ -195,16 +195,11 @@ static const char *guess_type(const char *buf, size_t len)
 static int summarise(const char *buf, size_t len, const char *path, struct read_result *out,
 		     struct front_error *e)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned mdlen = 0;
-	char hex[2 * EVP_MAX_MD_SIZE + 1] = "";
+	char hex[DIGEST_HEX_SIZE];
 	struct buf text = { 0 };
 	char line[256];
 
-	if (!EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL))
-		return front_fail(e, FRONT_INTERNAL, "INTERNAL", "%s: SHA-256 failed", path);
-	for (unsigned i = 0; i < mdlen; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	digest_sha256_hex(buf, len, hex);
 	int n = snprintf(line, sizeof(line), "binary file, %zu bytes, %s, sha256 %s", len,
 			 guess_type(buf, len), hex);
 	if (!buf_add(&text, line, (size_t)n))

@@ -22,9 +22,9 @@
 #include <unistd.h>
 
 #include <json-c/json.h>
-#include <openssl/evp.h>
 #include <sqlite3.h>
 
+#include "digest.h"
 #include "util.h"
 
 /* Lines per chunk: small enough that a hit names a line an agent can
@@ -184,11 +184,9 @@ static int index_dir(char *dir, size_t len, struct front_error *e)
 static int default_index_path(const char *root, char *out, size_t len, struct front_error *e)
 {
 	char dir[PATH_MAX];
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned mdlen = 0;
+	uint8_t md[DIGEST_SHA256_SIZE];
 
-	if (!EVP_Digest(root, strlen(root), md, &mdlen, EVP_sha256(), NULL) || mdlen < 8)
-		return front_fail(e, FRONT_INTERNAL, "HASH_FAILED", "search: sha256 of %s failed", root);
+	digest_sha256(root, strlen(root), md);
 	if (index_dir(dir, sizeof(dir), e) < 0)
 		return -1;
 	int n = snprintf(out, len, "%s/search-", dir);

@@ -8,7 +8,7 @@ packages=(
 	# build
 	meson ninja-build gcc pkg-config libc6-dev
 	libseccomp-dev libprotobuf-c-dev protobuf-c-compiler libinih-dev
-	libjson-c-dev libssl-dev libsqlite3-dev
+	libjson-c-dev nettle-dev libsqlite3-dev
 	# tests
 	libcmocka-dev bats python3 make procps
 	# the fuzzer: clang's libFuzzer and sanitizer runtimes, llvm-symbolizer

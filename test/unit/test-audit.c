@@ -368,7 +368,7 @@ static void test_format_time_before_a_second_boundary(void **state)
 
 /* ───────────────────────── the chain ───────────────────────── */
 
-static void test_hash_is_openssl_sha256(void **state)
+static void test_hash_is_sha256(void **state)
 {
 	(void)state;
 	char hex[AUDITCHAIN_HEX_SIZE];
@@ -795,7 +795,7 @@ int main(void)
 		cmocka_unit_test(test_format_not_run),
 		cmocka_unit_test(test_format_invalid_utf8_becomes_replacement_characters),
 		cmocka_unit_test(test_format_time_before_a_second_boundary),
-		cmocka_unit_test(test_hash_is_openssl_sha256),
+		cmocka_unit_test(test_hash_is_sha256),
 		T(test_append_chains_every_line),
 		T(test_append_refuses_what_is_not_one_object_on_one_line),
 		T(test_tamper_changed_byte_names_the_line),

@@ -556,12 +556,6 @@ static void test_settle_lets_a_prompt_out(void **state)
 	result_free(&r);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	shape_global_init();
-	return 0;
-}
 
 int main(void)
 {
@@ -583,5 +577,5 @@ int main(void)
 		cmocka_unit_test(test_hold_max),
 		cmocka_unit_test(test_settle_lets_a_prompt_out),
 	};
-	return cmocka_run_group_tests(tests, setup, NULL);
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }
