@@ -133,12 +133,20 @@ static void run_timers(struct event_loop *loop)
 	}
 }
 
+void event_loop_before_sleep(struct event_loop *loop, void (*fn)(void *data), void *data)
+{
+	loop->before_sleep = fn;
+	loop->before_sleep_data = data;
+}
+
 int event_loop_run(struct event_loop *loop)
 {
 	struct epoll_event events[EVENT_BATCH];
 
 	while (!loop->stop) {
 		int timeout = -1;
+		if (loop->before_sleep)
+			loop->before_sleep(loop->before_sleep_data);
 		if (loop->timers) {
 			int64_t wait = loop->timers->deadline_ms - monotonic_ms();
 			timeout = wait < 0 ? 0 : wait > 60000 ? 60000 : (int)wait;

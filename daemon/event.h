@@ -48,6 +48,10 @@ struct event_loop {
 	bool stop;
 	struct timer *timers; /* sorted by deadline */
 	struct release *releases;
+	/* Called once per turn, after the handlers and before the loop
+	 * sleeps (event_loop_before_sleep). */
+	void (*before_sleep)(void *data);
+	void *before_sleep_data;
 };
 
 int event_loop_init(struct event_loop *loop);
@@ -67,6 +71,11 @@ void timer_cancel(struct event_loop *loop, struct timer *t);
 /* Free obj after the current batch of events. Returns -ENOMEM (and frees
  * nothing) only if the bookkeeping itself cannot be allocated. */
 int event_release(struct event_loop *loop, void *obj, void (*free_fn)(void *));
+
+/* fn(data) runs at the end of every turn of the loop, before it waits
+ * again: where work batched by the handlers of one turn is written out
+ * at once (the listener's orders to the launcher). */
+void event_loop_before_sleep(struct event_loop *loop, void (*fn)(void *data), void *data);
 
 /* Run until event_loop_stop(). Returns 0, or -errno if epoll fails. */
 int event_loop_run(struct event_loop *loop);

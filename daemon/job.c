@@ -206,13 +206,17 @@ static void job_report(struct job *j, struct exit_report *r)
 		r->spill_path[i] = s->spill.path[0] ? s->spill.path : NULL;
 		r->spill_partial[i] = s->spill.partial;
 	}
+	/* The log line before the reply (whoever sees the exit finds the job
+	 * in the log), the audit record after it: the launcher writes it
+	 * asynchronously either way, and formatting it need not delay the
+	 * caller. */
 	log_job(j, r);
-	job_audit(j, r);
 	if (c) {
 		c->job = NULL;
 		j->client = NULL;
 		c->ops->finished(c, r);
 	}
+	job_audit(j, r);
 	job_unlink(j);
 }
 

@@ -73,6 +73,11 @@ static void listener_dispatch_launcher(struct listener *L,
 		close(fd2);
 }
 
+static void flush_orders(void *orders)
+{
+	order_flush_queued(orders);
+}
+
 static void on_launcher(struct event_loop *loop, uint32_t events, void *data)
 {
 	struct listener *L = data;
@@ -293,6 +298,7 @@ static int listener_init(struct listener *L)
 		log_error("epoll: %s", errno_text(errno));
 		return -errno;
 	}
+	event_loop_before_sleep(&L->loop, flush_orders, &L->orders);
 	return 0;
 }
 

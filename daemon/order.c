@@ -2,7 +2,7 @@
  * Orders to the launcher (order.h): the queue on its channel, and the
  * messages jobs send it.
  *
- *   order_send     queue, write what the channel takes
+ *   order_send     queue, written at the end of the listener's turn
  *   order_spawn    the Spawn: the caller's state under the policy's
  *                  limits, checked as the launcher will read it
  *   order_kill, order_release, order_check_input, order_open_spill,
@@ -43,7 +43,13 @@ void order_send(struct order_link *o, Toolrun__Launcher__ToLauncher *msg,
 		event_loop_stop(o->loop);
 		return;
 	}
-	order_flush(o);
+}
+
+void order_flush_queued(struct order_link *o)
+{
+	/* A full channel is flushed when it drains (EPOLLOUT). */
+	if (o->out.head && !(o->ev.mask & EPOLLOUT) && !o->broken)
+		order_flush(o);
 }
 
 void order_close(struct order_link *o)

@@ -33,12 +33,18 @@ struct order_link {
 	bool broken;                   /* an order was lost: the loop is stopped */
 };
 
-/* Queue an order and write what the channel takes; fds pass to the queue.
- * Failing, it stops the loop with broken set. */
+/* Queue an order; fds pass to the queue. It is written at the end of the
+ * listener's turn (order_flush_queued): the orders one turn makes (a job's
+ * Release and its audit line, the Spawns of a burst of requests) reach
+ * the launcher in one write and wake it once. Failing, it stops the loop
+ * with broken set. */
 void order_send(struct order_link *o, Toolrun__Launcher__ToLauncher *msg,
 		const int *fds, unsigned nfds);
 /* Write what is queued (the channel is writable again). */
 void order_flush(struct order_link *o);
+/* The same, if anything is queued and the channel was not full: the
+ * listener's loop calls it before it sleeps. */
+void order_flush_queued(struct order_link *o);
 /* At the end: write what the launcher takes within a second, then close. */
 void order_close(struct order_link *o);
 

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "frame.h"
@@ -70,10 +72,48 @@ static void drop_head(struct outq *q)
 	free(it);
 }
 
+/* How many queued frames one sendmsg() gathers. */
+#define OUTQ_GATHER 16
+
+/* Write the frames at the head that carry no fds with one sendmsg():
+ * a job's Output and Exit, or a Release and an audit line, wake their
+ * reader once. Returns 0 (some or all written), or -errno. */
+static int flush_plain(struct outq *q, int sock)
+{
+	struct iovec iov[OUTQ_GATHER];
+	int n = 0;
+
+	for (struct outq_item *it = q->head; it && !it->nfds && n < OUTQ_GATHER; it = it->next)
+		iov[n++] = (struct iovec){.iov_base = it->data + it->off, .iov_len = it->len - it->off};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+	ssize_t sent;
+	do
+		sent = sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (sent < 0 && errno == EINTR);
+	if (sent < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	for (size_t left = (size_t)sent; left > 0;) {
+		struct outq_item *it = q->head;
+		size_t take = it->len - it->off < left ? it->len - it->off : left;
+		it->off += take;
+		left -= take;
+		account(q, 0, take);
+		if (it->off == it->len)
+			drop_head(q);
+	}
+	return 0;
+}
+
 int outq_flush(struct outq *q, int sock)
 {
 	while (q->head) {
 		struct outq_item *it = q->head;
+		if (!it->nfds) {
+			int r = flush_plain(q, sock);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		size_t before = it->off;
 		int r = frame_send_partial(sock, it->data, it->len, &it->off,
 					   it->fds, it->nfds, &it->fds_sent);
