@@ -42,7 +42,9 @@ extern char **environ;
 
 struct preload preload_ctx;
 
-static const char *const real_names[REAL_COUNT] = {
+/* Names as arrays, not pointers: a table of pointers would be eight
+ * relocations for the dynamic loader in every program, listed or not. */
+static const char real_names[REAL_COUNT][sizeof("posix_spawnp")] = {
 	[REAL_EXECVE] = "execve",
 	[REAL_EXECV] = "execv",
 	[REAL_EXECVP] = "execvp",
