@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/personality.h>
 #include <sys/stat.h>
@@ -34,24 +35,75 @@ static int read_proc_int(const char *path, int *value)
 	return 0;
 }
 
-static void missing(unsigned *lost, unsigned bit, int *first_err)
+/* The value of "KEY:\t<hex>\n" (or octal, for Umask) in text. */
+static bool status_field(const char *text, const char *key, unsigned base,
+			 uint64_t *value)
 {
-	if (!*lost)
-		*first_err = errno;
-	*lost |= bit;
+	size_t klen = strlen(key);
+
+	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, key, klen) != 0 || p[klen] != ':')
+			continue;
+		p += klen + 1;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		uint64_t v = 0;
+		unsigned digits = 0;
+		for (;; p++, digits++) {
+			unsigned d = *p >= '0' && *p <= '9' ? (unsigned)(*p - '0')
+				   : *p >= 'a' && *p <= 'f' ? (unsigned)(*p - 'a' + 10)
+				   : base;
+			if (d >= base)
+				break;
+			v = v * base + d;
+		}
+		*value = v;
+		return digits > 0 && digits <= 16 && *p == '\n';
+	}
+	return false;
 }
 
-unsigned procstate_capture(struct procstate *st)
-{
-	unsigned lost = 0;
-	int first_err = 0;
-	sigset_t mask;
-	struct sched_param param = {0};
+/* glibc keeps SIGCANCEL and SIGSETXID to itself: sigaction() refuses
+ * them, so they are never reported as ignored. */
+#define GLIBC_INTERNAL_SIGNALS (UINT64_C(3) << 31)
+#define UNCATCHABLE_SIGNALS \
+	((UINT64_C(1) << (SIGKILL - 1)) | (UINT64_C(1) << (SIGSTOP - 1)))
 
-	memset(st, 0, sizeof(*st));
+/*
+ * umask, the signal mask and the ignored signals from the kernel's one
+ * text: three system calls where asking for them takes 65 (umask set and
+ * back, the mask, and one rt_sigaction per signal). thread-self, since
+ * the mask is the calling thread's. The same values as those calls give;
+ * false (nothing set) when the file or a line is missing.
+ */
+static bool read_status(struct procstate *st)
+{
+	char buf[4096];
+	uint64_t um, blk, ign;
+	int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	close_fd(&fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (!status_field(buf, "Umask", 8, &um) || um > 0777 ||
+	    !status_field(buf, "SigBlk", 16, &blk) ||
+	    !status_field(buf, "SigIgn", 16, &ign))
+		return false;
+	st->umask = (mode_t)um;
+	st->blocked_signals = blk & ~UNCATCHABLE_SIGNALS;
+	st->ignored_signals = ign & ~(UNCATCHABLE_SIGNALS | GLIBC_INTERNAL_SIGNALS);
+	return true;
+}
+
+/* The same by system calls, where /proc cannot tell. */
+static void ask_signals(struct procstate *st)
+{
+	sigset_t mask;
+
 	st->umask = umask(0);
 	umask(st->umask);
-
 	sigprocmask(SIG_BLOCK, NULL, &mask);
 	for (int sig = 1; sig <= 64; sig++) {
 		struct sigaction sa;
@@ -64,6 +116,24 @@ unsigned procstate_capture(struct procstate *st)
 		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
 			st->ignored_signals |= bit;
 	}
+}
+
+static void missing(unsigned *lost, unsigned bit, int *first_err)
+{
+	if (!*lost)
+		*first_err = errno;
+	*lost |= bit;
+}
+
+unsigned procstate_capture(struct procstate *st)
+{
+	unsigned lost = 0;
+	int first_err = 0;
+	struct sched_param param = {0};
+
+	memset(st, 0, sizeof(*st));
+	if (!read_status(st))
+		ask_signals(st);
 
 	for (int r = 0; r < RLIM_NLIMITS; r++) {
 		if (prlimit(0, (enum __rlimit_resource)r, NULL, &st->limits[r]) == 0)

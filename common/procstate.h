@@ -5,8 +5,9 @@
  * program it runs must get); the launcher its own (what a child already
  * has, and need not set again).
  *
- * System calls only, into the caller's struct: no allocation, usable in
- * a vfork child or an exec hook.
+ * System calls only (and one read of /proc/thread-self/status), into
+ * the caller's struct: no allocation, usable in a vfork child or an exec
+ * hook.
  */
 #ifndef TOOLRUN_PROCSTATE_H
 #define TOOLRUN_PROCSTATE_H
@@ -46,8 +47,10 @@ enum {
  * Fill st with the calling process's state. Returns the PROCSTATE_NO_*
  * bits of what could not be read (0: all of it), with errno that of the
  * first such failure. CPU affinity and I/O priority are best effort and
- * never reported. umask is read by setting it and back: call it where
- * no other thread creates files.
+ * never reported. umask, the signal mask and the ignored signals come
+ * from /proc/thread-self/status (3 system calls); where that cannot be
+ * read, from umask() set and back (call it where no other thread
+ * creates files), the mask and one sigaction() per signal (65).
  */
 unsigned procstate_capture(struct procstate *st);
 

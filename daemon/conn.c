@@ -451,7 +451,7 @@ static void conn_hello(struct conn *c, const Toolrun__Hello *h)
 	reply_hello(&c->out, c->version);
 	c->state = CONN_REQUEST;
 	c->reader.max_payload = MAX_REQUEST_FRAME;
-	conn_flush(c);
+	/* Not flushed here: see conn_read_done(). */
 }
 
 static void conn_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m)
@@ -574,6 +574,20 @@ static void conn_read_failed(struct conn *c, int r)
 	}
 }
 
+/*
+ * The end of a read. A client sends its Request right behind its Hello,
+ * so the Hello reply waits in the queue: with a job started, until its
+ * Started (or Exit), so that the client wakes once for both instead of
+ * twice; otherwise (a refusal, a Pong, a client that waits for our Hello
+ * before it says more) it goes now.
+ */
+static void conn_read_done(struct conn *c)
+{
+	if (c->dead || (c->state == CONN_RUNNING && c->client.job))
+		return;
+	conn_flush(c);
+}
+
 static void conn_read(struct conn *c)
 {
 	struct conns *C = c->C;
@@ -608,6 +622,7 @@ static void conn_read(struct conn *c)
 		if (!c->dead)
 			conn_reader_next(c, true);
 	}
+	conn_read_done(c);
 	conn_watch_partial_frame(c);
 }
 

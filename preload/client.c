@@ -76,6 +76,8 @@ static const int forwarded_signals[] = {
 
 /* Decoded messages live here; an Output holds at most 64 KiB. */
 #define UNPACK_ARENA_SIZE (FRAME_MAX_SERVER_PAYLOAD + 16 * 1024)
+/* Frames are read ahead into this: the largest fits whole. */
+#define RECV_BUF_SIZE (FRAME_HEADER_SIZE + FRAME_MAX_SERVER_PAYLOAD)
 /* Protobuf's worst case per string: tag plus a 5-byte length. */
 #define PER_STRING_OVERHEAD 6
 
@@ -263,7 +265,7 @@ static int setup_memory(struct client *cl, size_t *argc, size_t *envc)
 	size_t page = 4096;
 	build = (build + page - 1) & ~(page - 1);
 
-	cl->map_len = build + UNPACK_ARENA_SIZE + FRAME_MAX_SERVER_PAYLOAD;
+	cl->map_len = build + UNPACK_ARENA_SIZE + RECV_BUF_SIZE;
 	cl->map = mmap(NULL, cl->map_len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (cl->map == MAP_FAILED) {
@@ -1007,10 +1009,12 @@ void client_run(const struct client_call *call, struct client_result *res)
 		goto out;
 	}
 
+	/* toolrund sends no descriptors, so one read may take several
+	 * frames (Hello and Started, the last Output and Exit). */
 	cl.reader = (struct frame_reader){
 		.max_payload = FRAME_MAX_SERVER_PAYLOAD,
-		.payload = cl.recv_buf,
-		.payload_cap = FRAME_MAX_SERVER_PAYLOAD,
+		.ra = cl.recv_buf,
+		.ra_cap = RECV_BUF_SIZE,
 	};
 	/* Hello without fds, then the Request with its own. */
 	r = frame_send(cl.sock, frames, hello_len, NULL, 0);

@@ -181,8 +181,73 @@ static ssize_t recv_some(struct frame_reader *r, int sock, void *dst,
 	return n;
 }
 
+/* The frame at ra_start, if the buffer holds all of it: READY, 0 (not
+ * yet), or the header's error. */
+static int ra_frame(struct frame_reader *r)
+{
+	size_t have = r->ra_end - r->ra_start;
+
+	if (have < FRAME_HEADER_SIZE)
+		return 0;
+	int err = header_parse(r->ra + r->ra_start, r->max_payload, reader_max_fds(r), &r->h);
+	if (err == -ETOOMANYREFS) {
+		r->too_many_fds = true;
+		return -EPROTO;
+	}
+	if (err < 0)
+		return err;
+	if (have - FRAME_HEADER_SIZE < r->h.length)
+		return 0;
+	/* No fd can have arrived (recv_some refuses them without r->fds):
+	 * a header that announces some is a frame that lacks them. */
+	if (r->nfds != r->h.nfds)
+		return -EPROTO;
+	r->payload = r->ra + r->ra_start + FRAME_HEADER_SIZE;
+	r->payload_have = r->h.length;
+	r->have_header = true;
+	return FRAME_READ_READY;
+}
+
+/* Read-ahead: the next frame from the buffer, reading once more when it
+ * is not all there (and the last read did not find the socket empty). */
+static int ra_read(struct frame_reader *r, int sock)
+{
+	if (r->ra_cap < FRAME_HEADER_SIZE + (size_t)r->max_payload)
+		return -ENOMEM; /* no room for the largest frame allowed */
+	for (;;) {
+		int f = ra_frame(r);
+		if (f != 0)
+			return f;
+		if (r->ra_drained) {
+			r->ra_drained = false;
+			return FRAME_READ_AGAIN;
+		}
+		size_t have = r->ra_end - r->ra_start;
+		/* Move a part-frame to the front, where all of it fits. */
+		if (r->ra_start > 0) {
+			memmove(r->ra, r->ra + r->ra_start, have);
+			r->ra_start = 0;
+			r->ra_end = have;
+		}
+		size_t want = r->ra_cap - r->ra_end;
+		ssize_t n = recv_some(r, sock, r->ra + r->ra_end, want);
+		if (n == -EAGAIN)
+			return FRAME_READ_AGAIN;
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			return have == 0 && r->nfds == 0 ? FRAME_READ_EOF : -EPROTO;
+		r->ra_end += (size_t)n;
+		/* Less than asked: the socket had no more. A read now would
+		 * only say EAGAIN; the caller's poll() says when to read. */
+		r->ra_drained = (size_t)n < want;
+	}
+}
+
 int frame_reader_read(struct frame_reader *r, int sock)
 {
+	if (r->ra)
+		return ra_read(r, sock);
 	while (!r->have_header) {
 		ssize_t n = recv_some(r, sock, r->header + r->header_have,
 				      FRAME_HEADER_SIZE - r->header_have);
@@ -236,6 +301,12 @@ int frame_reader_read(struct frame_reader *r, int sock)
 
 void frame_reader_next(struct frame_reader *r)
 {
+	if (r->ra && r->have_header) {
+		r->ra_start += FRAME_HEADER_SIZE + r->h.length;
+		if (r->ra_start == r->ra_end)
+			r->ra_start = r->ra_end = 0;
+		r->payload = NULL;
+	}
 	frame_reader_drop_fds(r);
 	r->header_have = 0;
 	r->have_header = false;

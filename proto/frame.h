@@ -105,6 +105,23 @@ struct frame_reader {
 	/* Why the last read failed with -EPROTO, if it was for this: the
 	 * header announced more than max_fds, or more arrived. */
 	bool too_many_fds;
+
+	/*
+	 * Read-ahead, for a connection on which no descriptor may arrive
+	 * (fds NULL: toolrund's messages to a client). Set ra to a buffer of
+	 * ra_cap >= FRAME_HEADER_SIZE + max_payload bytes, and payload, grow
+	 * and fds to nothing: one recvmsg() then takes whatever is queued,
+	 * often several frames, and each frame's payload is read in place
+	 * (payload points into ra until frame_reader_next()). A connection
+	 * that carries descriptors cannot read ahead: they are kept with
+	 * their frame only by reads that stop at its end (proto/README.md).
+	 */
+	uint8_t *ra;
+	size_t ra_cap;
+	size_t ra_start, ra_end; /* the bytes not yet taken */
+	/* The last recvmsg() left the socket empty: the next call that needs
+	 * more bytes returns AGAIN without asking the socket again. */
+	bool ra_drained;
 };
 
 enum frame_read_result {
@@ -114,7 +131,10 @@ enum frame_read_result {
 };
 
 /*
- * Read what is available. Returns an enum frame_read_result, or
+ * Read what is available. With read-ahead, AGAIN may come without a
+ * read, after one that emptied the socket: wait for readable (a
+ * level-triggered poll) before calling again. Returns an enum
+ * frame_read_result, or
  * -EPROTO (bad header, more fds than max_fds, fds not matching the
  * count, truncated control data, EOF inside a frame), -EMSGSIZE (too
  * large), -ENOMEM, -errno.

@@ -25,6 +25,9 @@
  *     then handled as job_start() does: decoded from the reader's buffer,
  *     checked with the received fds (the first is the working directory).
  *
+ *  3. The same bytes without descriptors through a client's read-ahead
+ *     reader (read_ahead_stream), which must give the same frames.
+ *
  * A broken expectation aborts, so libFuzzer reports it like a crash.
  * Nothing is shared between runs except what LLVMFuzzerInitialize sets up:
  * the parsed config (each run works on a fresh copy, since path lookups
@@ -840,6 +843,82 @@ static void read_stream(const uint8_t *data, size_t size, struct stream_scan exp
 	}
 }
 
+/*
+ * The same bytes, without descriptors, through the read-ahead reader of a
+ * client (toolrund's messages, at most FRAME_MAX_SERVER_PAYLOAD): fed in
+ * pieces, it must return each whole frame of the input in turn, and end
+ * as the stream calls for: EOF after the last, -EMSGSIZE at a frame over
+ * the limit, -EPROTO at a bad header, a frame cut short, or one that
+ * announces descriptors (none may come).
+ */
+static int ra_expected_end(const uint8_t *data, size_t size, size_t off)
+{
+	struct frame_header h;
+
+	if (off == size)
+		return FRAME_READ_EOF;
+	if (size - off < FRAME_HEADER_SIZE)
+		return -EPROTO;
+	int r = frame_header_parse(data + off, FRAME_MAX_SERVER_PAYLOAD, &h);
+	if (r < 0)
+		return r;
+	return -EPROTO; /* cut short, or announces fds */
+}
+
+static void read_ahead_stream(const uint8_t *data, size_t size)
+{
+	static uint8_t buf[FRAME_HEADER_SIZE + FRAME_MAX_SERVER_PAYLOAD];
+	struct frame_reader r = {
+		.max_payload = FRAME_MAX_SERVER_PAYLOAD,
+		.ra = buf,
+		.ra_cap = sizeof(buf),
+	};
+	uint64_t rng = mix(hash_input(data, size) ^ 0x5a);
+	size_t pos = 0, off = 0;
+	int sv[2], result = FRAME_READ_AGAIN;
+	bool shut = false;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	while (result == FRAME_READ_AGAIN) {
+		if (pos < size) {
+			rng = mix(rng);
+			size_t piece = 1 + (size_t)(rng % (size - pos));
+			ssize_t n = send(sv[0], data + pos, piece, MSG_DONTWAIT | MSG_NOSIGNAL);
+			CHECK(n > 0 || errno == EAGAIN || errno == EWOULDBLOCK);
+			pos += n > 0 ? (size_t)n : 0;
+		} else if (!shut) {
+			CHECK(shutdown(sv[0], SHUT_WR) == 0);
+			shut = true;
+		}
+		/* Twice AGAIN in a row: the second one asked the socket. */
+		int agains = 0;
+		while (agains < 2) {
+			int rv = frame_reader_read(&r, sv[1]);
+			if (rv == FRAME_READ_AGAIN) {
+				agains++;
+				continue;
+			}
+			agains = 0;
+			if (rv != FRAME_READ_READY) {
+				result = rv;
+				break;
+			}
+			struct frame_header h;
+			CHECK(frame_header_parse(data + off, FRAME_MAX_SERVER_PAYLOAD, &h) == 0);
+			CHECK(h.nfds == 0 && r.h.length == h.length);
+			CHECK(h.length <= size - off - FRAME_HEADER_SIZE);
+			CHECK(h.length == 0 ||
+			      memcmp(r.payload, data + off + FRAME_HEADER_SIZE, h.length) == 0);
+			frame_reader_next(&r);
+			off += FRAME_HEADER_SIZE + h.length;
+		}
+		CHECK(result != FRAME_READ_AGAIN || !shut);
+	}
+	CHECK(result == ra_expected_end(data, size, off));
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	cfg_fresh = false;
@@ -852,6 +931,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			expect.end == FRAME_READ_EOF ? "the end" : strerror(-expect.end));
 	cfg_fresh = false;
 	read_stream(data, size, expect);
+	read_ahead_stream(data, size);
 	return 0;
 }
 

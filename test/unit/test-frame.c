@@ -852,6 +852,168 @@ static void test_send_to_closed_peer_fails_without_sigpipe(void **state)
 	assert_int_equal(sigaction(SIGPIPE, &old, NULL), 0);
 }
 
+/* ───────────────────── read-ahead (no descriptors) ───────────────────── */
+
+#define RA_MAX 64
+
+/* A read-ahead reader: payloads of up to RA_MAX bytes, read in place. */
+struct ra_reader {
+	struct frame_reader r;
+	uint8_t buf[FRAME_HEADER_SIZE + RA_MAX];
+};
+
+static void ra_init(struct ra_reader *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->r.max_payload = RA_MAX;
+	t->r.ra = t->buf;
+	t->r.ra_cap = sizeof(t->buf);
+}
+
+static void ra_expect(struct ra_reader *t, int sock, const char *payload)
+{
+	size_t len = strlen(payload);
+
+	assert_int_equal(frame_reader_read(&t->r, sock), FRAME_READ_READY);
+	assert_int_equal(t->r.h.length, len);
+	assert_memory_equal(t->r.payload, payload, len);
+	frame_reader_next(&t->r);
+}
+
+/* Three frames queued: one read takes them all, and each comes out whole.
+ * The read found the socket empty, so the next call says AGAIN without
+ * asking it (the test sees the same answer either way); a frame that
+ * comes later is read once asked again. */
+static void test_readahead_takes_queued_frames_in_one_read(void **state)
+{
+	(void)state;
+	struct ra_reader t;
+	uint8_t buf[3 * (FRAME_HEADER_SIZE + 8)];
+	size_t len = 0;
+	int sv[2];
+
+	make_socketpair(sv);
+	ra_init(&t);
+	len += make_frame(buf + len, "one", 3, 0);
+	len += make_frame(buf + len, "", 0, 0);
+	len += make_frame(buf + len, "three!", 6, 0);
+	write_all_or_fail(sv[0], buf, len);
+	ra_expect(&t, sv[1], "one");
+	assert_int_equal(t.r.ra_end, len); /* all of it, in one read */
+	assert_true(t.r.ra_drained);
+	ra_expect(&t, sv[1], "");
+	ra_expect(&t, sv[1], "three!");
+	assert_int_equal(frame_reader_read(&t.r, sv[1]), FRAME_READ_AGAIN);
+	assert_int_equal(frame_reader_read(&t.r, sv[1]), FRAME_READ_AGAIN);
+	len = make_frame(buf, "four", 4, 0);
+	write_all_or_fail(sv[0], buf, len);
+	ra_expect(&t, sv[1], "four");
+	close(sv[0]);
+	assert_int_equal(frame_reader_read(&t.r, sv[1]), FRAME_READ_AGAIN);
+	assert_int_equal(frame_reader_read(&t.r, sv[1]), FRAME_READ_EOF);
+	close(sv[1]);
+}
+
+/* Frames that arrive a byte at a time, and a frame that ends where the
+ * buffer ends, are put together across reads. */
+static void test_readahead_joins_frames_split_across_reads(void **state)
+{
+	(void)state;
+	struct ra_reader t;
+	uint8_t buf[2 * (FRAME_HEADER_SIZE + RA_MAX)], big[RA_MAX];
+	size_t len = 0;
+	int sv[2], got = 0;
+
+	memset(big, 'x', sizeof(big));
+	make_socketpair(sv);
+	ra_init(&t);
+	len += make_frame(buf + len, "ab", 2, 0);
+	len += make_frame(buf + len, big, RA_MAX, 0);
+	for (size_t i = 0; i < len; i++) {
+		write_all_or_fail(sv[0], buf + i, 1);
+		int r;
+		while ((r = frame_reader_read(&t.r, sv[1])) == FRAME_READ_READY) {
+			assert_int_equal(t.r.h.length, got ? RA_MAX : 2);
+			assert_memory_equal(t.r.payload, got ? big : (const uint8_t *)"ab",
+					    t.r.h.length);
+			frame_reader_next(&t.r);
+			got++;
+		}
+		assert_int_equal(r, FRAME_READ_AGAIN);
+	}
+	assert_int_equal(got, 2);
+	close_pair(sv);
+}
+
+/* The same endings as without read-ahead: EOF inside a frame, a frame
+ * over the limit, a bad header. */
+static void test_readahead_reports_bad_streams(void **state)
+{
+	(void)state;
+	struct ra_reader t;
+	uint8_t buf[FRAME_HEADER_SIZE + RA_MAX + 1];
+	int sv[2];
+
+	make_socketpair(sv);
+	ra_init(&t);
+	write_all_or_fail(sv[0], buf, make_frame(buf, "abc", 3, 0) - 1);
+	close(sv[0]);
+	assert_int_equal(frame_reader_read(&t.r, sv[1]), FRAME_READ_AGAIN);
+	assert_int_equal(frame_reader_read(&t.r, sv[1]), -EPROTO);
+	close(sv[1]);
+
+	make_socketpair(sv);
+	ra_init(&t);
+	frame_header_pack(buf, RA_MAX + 1, 0);
+	write_all_or_fail(sv[0], buf, FRAME_HEADER_SIZE);
+	assert_int_equal(frame_reader_read(&t.r, sv[1]), -EMSGSIZE);
+	close_pair(sv);
+
+	make_socketpair(sv);
+	ra_init(&t);
+	make_frame(buf, "abc", 3, 0);
+	buf[6] = 2; /* version */
+	write_all_or_fail(sv[0], buf, FRAME_HEADER_SIZE + 3);
+	assert_int_equal(frame_reader_read(&t.r, sv[1]), -EPROTO);
+	close_pair(sv);
+
+	/* A buffer without room for the largest frame allowed. */
+	make_socketpair(sv);
+	ra_init(&t);
+	t.r.ra_cap = FRAME_HEADER_SIZE + RA_MAX - 1;
+	write_all_or_fail(sv[0], buf, make_frame(buf, "abc", 3, 0));
+	assert_int_equal(frame_reader_read(&t.r, sv[1]), -ENOMEM);
+	close_pair(sv);
+}
+
+/* No descriptor may arrive: any that do are closed and the stream is
+ * refused, as is a frame whose header announces some. */
+static void test_readahead_refuses_descriptors_without_leak(void **state)
+{
+	(void)state;
+	struct ra_reader t;
+	uint8_t buf[32];
+	int sv[2], p[2];
+	int before = count_open_fds();
+
+	make_socketpair(sv);
+	assert_int_equal(pipe(p), 0);
+	ra_init(&t);
+	size_t len = make_frame(buf, "abc", 3, 1);
+	assert_int_equal(frame_send(sv[0], buf, len, &p[0], 1), 0);
+	assert_int_equal(frame_reader_read(&t.r, sv[1]), -EPROTO);
+	close_pair(sv);
+	close(p[0]);
+	close(p[1]);
+	assert_int_equal(count_open_fds(), before);
+
+	make_socketpair(sv);
+	ra_init(&t);
+	write_all_or_fail(sv[0], buf, len); /* announces 1, carries none */
+	assert_int_equal(frame_reader_read(&t.r, sv[1]), -EPROTO);
+	close_pair(sv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -884,6 +1046,10 @@ int main(void)
 		cmocka_unit_test(test_refused_growth_gives_enomem),
 		cmocka_unit_test(test_partial_sends_resume_after_eagain),
 		cmocka_unit_test(test_send_to_closed_peer_fails_without_sigpipe),
+		cmocka_unit_test(test_readahead_takes_queued_frames_in_one_read),
+		cmocka_unit_test(test_readahead_joins_frames_split_across_reads),
+		cmocka_unit_test(test_readahead_reports_bad_streams),
+		cmocka_unit_test(test_readahead_refuses_descriptors_without_leak),
 	};
 	return cmocka_run_group_tests_name("frame", tests, NULL, NULL);
 }
