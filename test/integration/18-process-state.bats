@@ -138,6 +138,8 @@ $(without_pids <<<"$stderr")"
 	# (whether "Terminated" comes before the shell ends) depends on when
 	# it notices, in both.
 	run --separate-stderr timeout 120 "$PLAIN_BASH" "cd $TR_DIR && $line"
+	# Shown if a comparison fails.
+	printf 'through toolrun: %s\ndirectly: %s\n' "${via[*]}" "${lines[*]}"
 	[ "${lines[0]}" = "${via[0]}" ]
 	[ "${lines[1]}" = "${via[1]}" ]
 	[ "${lines[2]}" = "${via[2]}" ]

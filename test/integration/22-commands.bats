@@ -102,12 +102,18 @@ split_marker() {
 	[ "$(tail -n +2 <<<"$output")" = "$expected" ]
 }
 
+is_sleep3004() {
+	[ "$(tr -d '\0' <"/proc/$1/cmdline")" = sleep3004 ]
+}
+
 @test "22-commands-background: a command's background process outlives it, as after docker exec" {
 	run tr_agent 'sleep 3004 >/dev/null 2>&1 & echo $!'
 	[ "$status" -eq 0 ]
 	pid=$output
 	[ -d "/proc/$pid" ]
-	[ "$(tr -d '\0' <"/proc/$pid/cmdline")" = sleep3004 ]
+	# $! is the forked shell, which becomes sleep when it execs: on a
+	# loaded machine, a moment after the command has returned.
+	wait_for 30 is_sleep3004 "$pid" || { kill "$pid"; false; }
 	kill "$pid"
 	wait_for 30 gone "$pid"
 }
