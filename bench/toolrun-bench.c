@@ -42,6 +42,8 @@
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_ENV 16
 #define HAMMERS 8
+/* P1's ways: direct, toolrun, shim, the library loaded and off. */
+#define LATENCY_WAYS 4
 /* The longest a daemon of the benchmark's may take to come up. */
 #define START_WAIT_MS 60000
 
@@ -115,6 +117,9 @@ struct bench {
 	struct env direct, toolrun, shim;
 	/* An agent command's: the library preloaded, nothing declared. */
 	struct env agent;
+	/* P1's split: the library loaded into bash and cat, TOOLRUN=off, so
+	 * that nothing is intercepted. */
+	struct env loaded;
 	json_object *results;
 	FILE *md;
 	int failures;
@@ -682,20 +687,22 @@ static void check_output(struct bench *b, const char *who, const char *got, size
 }
 
 /* P1 and P7: one intercepted call from bash, against the same call
- * directly and through the PATH-shim baseline, three ways in rotation. */
+ * directly, through the PATH-shim baseline, and with the library loaded
+ * but switched off (what loading it costs, apart from interception):
+ * LATENCY_WAYS ways in rotation. */
 static void bench_latency(struct bench *b, struct series *by_way)
 {
 	char line[PATH_MAX + 16], kept[8192];
 	size_t total;
-	struct env *envs[3] = {&b->direct, &b->toolrun, &b->shim};
-	const char *names[3] = {"direct", "toolrun", "shim"};
+	struct env *envs[LATENCY_WAYS] = {&b->direct, &b->toolrun, &b->shim, &b->loaded};
+	const char *names[LATENCY_WAYS] = {"direct", "toolrun", "shim", "library_off"};
 	int before = daemon_job_count(b);
 	int rounds = b->sz.warmup_rounds + b->sz.latency_rounds;
 
 	xsnprintf(line, sizeof(line), "cat %s", b->small);
 	for (int r = 0; r < rounds; r++) {
-		for (int k = 0; k < 3; k++) {
-			int way = (r + k) % 3;
+		for (int k = 0; k < LATENCY_WAYS; k++) {
+			int way = (r + k) % LATENCY_WAYS;
 			double ms = bash_drained(b, line, envs[way], kept, sizeof(kept) - 1, &total);
 			check_output(b, names[way], kept, total);
 			if (r >= b->sz.warmup_rounds)
@@ -716,16 +723,19 @@ static void bench_latency(struct bench *b, struct series *by_way)
 	if (fclose(f) != 0)
 		die("write %s: %s", path, strerror(errno));
 
-	struct stats s[3];
+	struct stats s[LATENCY_WAYS];
 	json_object *data = json_object_new_object();
-	for (int w = 0; w < 3; w++) {
+	for (int w = 0; w < LATENCY_WAYS; w++) {
 		s[w] = stats_of(&by_way[w]);
 		json_object_object_add(data, names[w], stats_json(&s[w], "ms"));
 	}
-	char detail[256];
+	char detail[320];
 	double p1 = s[1].median / s[0].median;
-	xsnprintf(detail, sizeof(detail), "median %.2f ms / %.2f ms (p90 %.2f / %.2f)",
-		 s[1].median, s[0].median, s[1].p90, s[0].p90);
+	xsnprintf(detail, sizeof(detail),
+		 "median %.2f ms / %.2f ms (p90 %.2f / %.2f); the library loaded and off: "
+		 "%.2f ms (x%.3f)",
+		 s[1].median, s[0].median, s[1].p90, s[0].p90, s[3].median,
+		 s[3].median / s[0].median);
 	report(b, "P1", "intercepted `cat small_file` from bash, wall time", p1,
 	       "≤ 1.25 (moonshot 1.10)", p1 <= 1.25, detail, json_object_get(data));
 	double p7 = s[2].median / s[1].median;
@@ -1476,6 +1486,10 @@ int main(int argc, char **argv)
 	env_add_sink(&b.toolrun);
 	env_init(&b.agent, &b);
 	env_add(&b.agent, "LD_PRELOAD=%s", b.lib);
+	env_init(&b.loaded, &b);
+	env_add(&b.loaded, "LD_PRELOAD=%s", b.lib);
+	env_add(&b.loaded, "TOOLRUN=off");
+	env_add_sink(&b.loaded);
 	start_shimd(&b);
 	env_init(&b.shim, &b);
 	free(b.shim.vars[0]);
@@ -1523,7 +1537,7 @@ int main(int argc, char **argv)
 		command, b.smoke ? " — a smoke run: too few samples to mean anything" : "");
 	fputs("| | figure | result | target | | measured |\n|---|---|---|---|---|---|\n", b.md);
 
-	struct series by_way[3] = {{0}};
+	struct series by_way[LATENCY_WAYS] = {{0}};
 	if (wanted(&b, "P1 P7"))
 		bench_latency(&b, by_way);
 	if (wanted(&b, "P2"))
@@ -1562,8 +1576,9 @@ int main(int argc, char **argv)
 	if (json_object_to_file_ext(json_path, b.results, JSON_C_TO_STRING_PRETTY) < 0)
 		die("write %s: %s", json_path, json_util_get_last_err());
 	json_object_put(b.results);
-	for (int w = 0; w < 3; w++)
+	for (int w = 0; w < LATENCY_WAYS; w++)
 		free(by_way[w].ms);
+	env_free(&b.loaded);
 	env_free(&b.direct);
 	env_free(&b.toolrun);
 	env_free(&b.shim);
