@@ -145,8 +145,12 @@ int event_loop_run(struct event_loop *loop)
 
 	while (!loop->stop) {
 		int timeout = -1;
-		if (loop->before_sleep)
+		if (loop->before_sleep) {
 			loop->before_sleep(loop->before_sleep_data);
+			/* It may have stopped the loop (a write that failed). */
+			if (loop->stop)
+				break;
+		}
 		if (loop->timers) {
 			int64_t wait = loop->timers->deadline_ms - monotonic_ms();
 			timeout = wait < 0 ? 0 : wait > 60000 ? 60000 : (int)wait;
