@@ -121,7 +121,8 @@ need_fds() {
 	[ "${lines[2]}" = "error ERROR_TIMEOUT: a frame begun 10 s ago is still incomplete" ]
 	[ "${lines[3]}" = closed ]
 	# Its program went with it.
-	grep -q "tool=sleep .*signal=KILL.*client-gone" "$TR_DIR/daemon.log"
+	# Logged once the launcher has reaped it, a moment after the close.
+	wait_for 30 grep -q "tool=sleep .*signal=KILL.*client-gone" "$TR_DIR/daemon.log"
 	wait_for 30 bash -c "! pgrep -f '^/bin/sleep 61.25\$' >/dev/null"
 	still_serving
 }
