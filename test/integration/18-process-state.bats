@@ -130,27 +130,13 @@ $(without_pids <<<"$stderr")"
 		echo \"program state \$(state)\"
 		kill -TERM %1; wait; rm pid"
 	run --separate-stderr timeout 120 "$TR_BASH" "cd $TR_DIR && $line"
-	local via=("${lines[@]:0:3}")
-	[[ "${lines[0]}" == "[1]+  Stopped"* ]]
+	[[ "${lines[0]}" == "[1]+  Stopped"*"$TR_PROBE pid > pid" ]]
 	[ "${lines[1]}" = "program state T" ]
 	[ "${lines[2]}" = "program state S" ]
-	# The same three lines directly. What bash reports after the kill
-	# (whether "Terminated" comes before the shell ends) depends on when
-	# it notices, in both.
-	# The reference run, without toolrun, once ended at once with no output
-	# on a loaded machine (bash's own job control, nothing of toolrun's):
-	# it is taken again, at most twice, until it says its three lines.
-	local try
-	for try in 1 2 3; do
-		run --separate-stderr timeout 120 "$PLAIN_BASH" "cd $TR_DIR && $line"
-		[ "${#lines[@]}" -ge 3 ] && break
-		printf 'direct run %s: status %s, stderr: %s\n' "$try" "$status" "$stderr"
-	done
-	# Shown if a comparison fails.
-	printf 'through toolrun: %s\ndirectly: %s\n' "${via[*]}" "${lines[*]}"
-	[ "${lines[0]}" = "${via[0]}" ]
-	[ "${lines[1]}" = "${via[1]}" ]
-	[ "${lines[2]}" = "${via[2]}" ]
+	# The lines are those bash gives without toolrun. The run without
+	# toolrun is not compared here: in a shell with no terminal, bash's own
+	# job control there sometimes reported the stopped job on stderr only,
+	# or found the program a zombie, with nothing of toolrun's involved.
 }
 
 @test "18-state-core: a core-dumping signal is reported by the shell as that signal" {
