@@ -136,6 +136,7 @@ struct client {
 	bool got_hello;
 	bool started;
 	bool reader_gone[2]; /* stdout, stderr: told the daemon */
+	uint64_t delivered[2]; /* bytes of Output written to our stdout, stderr */
 
 	/* The watch on a stuck daemon (above). */
 	int64_t check_at;    /* monotonic ms of the next look, or NEVER */
@@ -557,7 +558,8 @@ static void send_signal(struct client *cl, int signo)
 }
 
 /* Write all of p to fd, waiting if fd is non-blocking. */
-static int write_out(int fd, const uint8_t *p, size_t n)
+/* Write all of p; *done counts what was written, also before a failure. */
+static int write_out(int fd, const uint8_t *p, size_t n, uint64_t *done)
 {
 	while (n > 0) {
 		ssize_t w = write(fd, p, n);
@@ -573,6 +575,7 @@ static int write_out(int fd, const uint8_t *p, size_t n)
 		}
 		p += w;
 		n -= (size_t)w;
+		*done += (uint64_t)w;
 	}
 	return 0;
 }
@@ -607,7 +610,7 @@ static void on_output(struct client *cl, const Toolrun__Output *out)
 	if (cl->reader_gone[index])
 		return; /* already sent away: nobody reads it */
 	int r = write_out(index ? STDERR_FILENO : STDOUT_FILENO, out->data.data,
-			  out->data.len);
+			  out->data.len, &cl->delivered[index]);
 	if (r == -EPIPE)
 		reader_gone(cl, index);
 	/* Other errors: the stream is gone (a closed fd), as is the output. */
@@ -778,10 +781,53 @@ static bool on_check_due(struct client *cl)
 	return give_up(cl);
 }
 
-static NORETURN void on_exit_started(const Toolrun__Exit *ex)
+/* Our stdout or stderr (index) has no reader left: told the daemon
+ * already, or a pipe whose read end is closed now. */
+static bool reader_left(const struct client *cl, int index)
+{
+	struct pollfd pfd = {.fd = index ? STDERR_FILENO : STDOUT_FILENO};
+
+	if (cl->reader_gone[index])
+		return true;
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLERR);
+}
+
+/*
+ * Would the tool have died of SIGPIPE, run directly? toolrund drains a
+ * shaped stream past its budget however fast the program writes, so a
+ * program whose reader left may finish as if nothing had happened. Run
+ * directly, once the reader had gone, it could have written at most what
+ * the reader took plus what the pipe holds, and would have died at its
+ * next write. So when the program wrote more than we delivered (which is
+ * at least what the reader took) plus the pipe's capacity, that write
+ * happened, and it ends here as it would have. Not when the caller had
+ * SIGPIPE ignored or blocked (the program would have met EPIPE and chosen
+ * its own status), nor for an agent command, whose shell turns its
+ * programs' deaths into a status of its own.
+ */
+static bool died_of_sigpipe_directly(const struct client *cl, const Toolrun__Exit *ex)
+{
+	const Toolrun__StreamStats *stats[2] = {ex->stdout_stats, ex->stderr_stats};
+
+	if (cl->call->command || ex->timed_out || ex->exec_errno ||
+	    ((cl->ignored | cl->blocked) & signal_bit(SIGPIPE)))
+		return false;
+	for (int i = 0; i < 2; i++) {
+		if (!stats[i] || !stats[i]->shaped || !reader_left(cl, i))
+			continue;
+		int capacity = fcntl(i ? STDERR_FILENO : STDOUT_FILENO, F_GETPIPE_SZ);
+		if (capacity > 0 && stats[i]->bytes_seen > cl->delivered[i] + (uint64_t)capacity)
+			return true;
+	}
+	return false;
+}
+
+static NORETURN void on_exit_started(const struct client *cl, const Toolrun__Exit *ex)
 {
 	if (ex->status_case == TOOLRUN__EXIT__STATUS_SIGNAL)
 		die_by_signal(ex->signal, ex->core_dumped);
+	if (died_of_sigpipe_directly(cl, ex))
+		die_by_signal(SIGPIPE, false);
 	_exit(ex->code & 0xff);
 }
 
@@ -812,7 +858,7 @@ static bool on_message(struct client *cl, const Toolrun__ServerMessage *m)
 		return false;
 	case TOOLRUN__SERVER_MESSAGE__MSG_EXIT:
 		if (cl->started)
-			on_exit_started(m->exit);
+			on_exit_started(cl, m->exit);
 		/* Nothing ran: let the caller decide what the exec returns. */
 		cl->res->outcome = CLIENT_EXEC_FAILED;
 		cl->res->err = m->exit->exec_errno;
