@@ -193,11 +193,17 @@ static bool starts_with(const ProtobufCBinaryData *b, const char *prefix)
 
 static const char preload_key[] = "LD_PRELOAD=";
 
-/* Is path one of the entries of an LD_PRELOAD=... variable? Only that
- * exact string is toolrun's library: another file named libtoolrun.so is
- * just another library. */
+/* Is one of the entries of an LD_PRELOAD=... variable toolrun's library?
+ * That is the path `preload` names, or any file whose base name is
+ * libtoolrun.so: the image may preload it by another path (a symlink,
+ * /lib for /usr/lib, a copy) than the config names. A program that kept
+ * such an entry but lost toolrun's variables would take itself for the
+ * first process of a tree and declare its own output, a pipe into
+ * another program, to be the agent's stream. */
 static bool preload_names(const ProtobufCBinaryData *e, const char *path)
 {
+	static const char base[] = "libtoolrun.so";
+	const size_t blen = sizeof(base) - 1;
 	const char *v = (const char *)e->data + sizeof(preload_key) - 1;
 	size_t vlen = e->len - (sizeof(preload_key) - 1), plen = strlen(path);
 
@@ -207,6 +213,9 @@ static bool preload_names(const ProtobufCBinaryData *e, const char *path)
 		while (j < vlen && v[j] != ':' && v[j] != ' ')
 			j++;
 		if (plen && j - i == plen && memcmp(v + i, path, plen) == 0)
+			return true;
+		if (j - i >= blen && memcmp(v + j - blen, base, blen) == 0 &&
+		    (j - i == blen || v[j - blen - 1] == '/'))
 			return true;
 		i = j + 1;
 	}

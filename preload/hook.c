@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -53,6 +54,8 @@ static const char real_names[REAL_COUNT][sizeof("posix_spawnp")] = {
 	[REAL_FEXECVE] = "fexecve",
 	[REAL_POSIX_SPAWN] = "posix_spawn",
 	[REAL_POSIX_SPAWNP] = "posix_spawnp",
+	[REAL_POPEN] = "popen",
+	[REAL_SYSTEM] = "system",
 };
 
 void *preload_real(enum real_fn which)
@@ -510,6 +513,72 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file,
 			      .envp = envp ? envp : environ, .search = true,
 			      .pid = pid, .actions = actions, .attr = attr};
 	return hook(&c);
+}
+
+/*
+ * glibc's popen and system start /bin/sh through its own posix_spawn,
+ * which no hook sees; the shell gets environ. Below a program toolrund
+ * runs, environ lacks the variables the constructor hid, so the shell
+ * would run without the library and the listed tools it starts would
+ * escape toolrun (gawk's `print | "cmd"` and system() do this; mawk
+ * forks and calls execl, which is hooked). For the length of the call,
+ * environ is the program's environment with them back, as an exec hook
+ * would give it; the program's own variables are untouched. Other
+ * threads could see the variables in that window: a program that starts
+ * a shell and reads its environment at the same time is rare, and
+ * nothing but toolrun's own variables is visible more.
+ */
+static char **environ_for_shell(void)
+{
+	if (!preload_ctx.nested.active)
+		return NULL;
+	void *space = malloc(nested_space(&preload_ctx.nested, environ));
+	if (!space)
+		return NULL; /* the shell escapes, the call still runs */
+	return nested_envp(&preload_ctx.nested, environ, space);
+}
+
+typedef FILE *(*popen_fn)(const char *, const char *);
+typedef int (*system_fn)(const char *);
+
+EXPORT FILE *popen(const char *command, const char *mode)
+{
+	popen_fn real = (popen_fn)preload_real(REAL_POPEN);
+	if (!real) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	char **saved = environ, **env = environ_for_shell();
+	if (env)
+		environ = env;
+	FILE *f = real(command, mode);
+	int err = errno;
+	if (env) {
+		environ = saved;
+		free(env);
+	}
+	errno = err;
+	return f;
+}
+
+EXPORT int system(const char *command)
+{
+	system_fn real = (system_fn)preload_real(REAL_SYSTEM);
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	char **saved = environ, **env = environ_for_shell();
+	if (env)
+		environ = env;
+	int status = real(command);
+	int err = errno;
+	if (env) {
+		environ = saved;
+		free(env);
+	}
+	errno = err;
+	return status;
 }
 
 /* execl and friends collect their arguments the way glibc does (on the

@@ -41,6 +41,9 @@ enum real_fn {
 	REAL_FEXECVE,
 	REAL_POSIX_SPAWN,
 	REAL_POSIX_SPAWNP,
+	/* Not exec calls, see hook.c: they start /bin/sh out of our sight. */
+	REAL_POPEN,
+	REAL_SYSTEM,
 	REAL_COUNT,
 };
 
