@@ -294,6 +294,21 @@ static bool replaced(const ProtobufCBinaryData *e, const ProtobufCBinaryData *ex
 	return false;
 }
 
+/* One of the variables the library reads (and hides below a program). */
+static bool toolrun_variable(const ProtobufCBinaryData *e)
+{
+	static const char *const names[] = {
+		"TOOLRUN_AGENT_STDOUT", "TOOLRUN_AGENT_STDERR", "TOOLRUN_COMMAND",
+		"TOOLRUN_CONFIG",       "TOOLRUN_NESTED",       "TOOLRUN_SESSION",
+	};
+	size_t n = name_len(e);
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i]) == n && memcmp(e->data, names[i], n) == 0)
+			return true;
+	return false;
+}
+
 int policy_environment(const Toolrun__Request *req, const struct config *cfg,
 		       const struct limits *lim, const ProtobufCBinaryData *extra,
 		       size_t nextra, ProtobufCBinaryData **out, size_t *n)
@@ -335,8 +350,10 @@ int policy_environment(const Toolrun__Request *req, const struct config *cfg,
 		}
 		if (starts_with(e, "TOOLRUN_")) {
 			/* With the library loaded, its constructor hides them
-			 * from the program; without it, nothing would. */
-			if (!nested)
+			 * from the program; without it, nothing would. Only
+			 * toolrun's own names pass the filters unasked: a
+			 * TOOLRUN_API_KEY is the caller's, like any other. */
+			if (!nested || (!toolrun_variable(e) && !env_passes(cfg, lim, e)))
 				continue;
 			if (e->len == sizeof(marker) - 1 &&
 			    memcmp(e->data, marker, sizeof(marker) - 1) == 0)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
 # The environment a program gets is the policy's, loader variables
 # included: LD_PRELOAD and LD_AUDIT pass env_allow / env_deny like any
-# other name, and only toolrun's own library, at the path `preload`
-# names, makes a program nested. A file of the same name elsewhere is
-# just another library.
+# other name, and only toolrun's own library (the path `preload` names,
+# or a file named libtoolrun.so) makes a program nested. Even then only
+# toolrun's own TOOLRUN_ variables pass the filters unasked.
 #
 # "evil.so" is an empty file: ld.so that tries to load it says so on
 # stderr, so a line from ld.so shows that the caller's library reached
@@ -63,14 +63,18 @@ tools_since() {
 	[ "$output" = "$(printf '%s\n' "$EVIL" "$TR_DIR/x")" ]
 }
 
-@test "04-lookalike: another file named libtoolrun.so gets none of toolrun's variables" {
+@test "04-lookalike: a libtoolrun.so by another path is ours, and a secret-looking TOOLRUN_ variable still goes" {
 	n=$(tr_job_count)
 	run tr_bash "LD_PRELOAD=$LOOKALIKE TOOLRUN_API_KEY=s1 printenv 2>/dev/null"
 	[ "$status" -eq 0 ]
 	[ "$(tools_since "$n")" = printenv ]
-	# Just another library: it stays in LD_PRELOAD, as the policy allows.
+	# Nested: the entry stays, toolrun's own variables with it (the file
+	# here is not a library, so nothing hides them from printenv).
 	grep -qx "LD_PRELOAD=$LOOKALIKE" <<<"$output"
-	[ -z "$(grep '^TOOLRUN_' <<<"$output")" ]
+	grep -qx "TOOLRUN_NESTED=1" <<<"$output"
+	grep -qx "TOOLRUN_CONFIG=$TOOLRUN_CONFIG" <<<"$output"
+	# The caller's TOOLRUN_API_KEY is a variable like any other, and the
+	# default env_deny (*KEY*) drops it.
 	[[ "$output" != *s1* ]]
 }
 

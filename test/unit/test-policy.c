@@ -700,26 +700,41 @@ static void test_environment_libraries_with_similar_names_are_not_ours(void **st
 	assert_int_equal(marker_at(r), -1);
 }
 
-/* Only the exact path is ours: a file named libtoolrun.so anywhere else,
- * or our path spelt another way, is just another library. It stays in
- * LD_PRELOAD (the default policy lets LD_PRELOAD through), and toolrun's
- * variables go, a secret-looking one among them. */
-static void test_environment_library_of_our_name_elsewhere_is_not_ours(void **state)
+/* Any file named libtoolrun.so is ours, whatever the path (an image may
+ * preload it by a symlink or /lib for /usr/lib): the program is nested
+ * and keeps toolrun's own variables, but not a secret-looking TOOLRUN_*
+ * one the filters drop. Names that only end like ours are not ours. */
+static void test_environment_library_of_our_name_elsewhere_is_ours(void **state)
 {
 	(void)state;
-	static const ProtobufCBinaryData lookalikes[] = {
+	static const ProtobufCBinaryData ours[] = {
 		BIN("LD_PRELOAD=/tmp/x/libtoolrun.so"),
 		BIN("LD_PRELOAD=libtoolrun.so"),
 		BIN("LD_PRELOAD=/" OURS),
-		BIN("LD_PRELOAD=" OURS "/"),
-		BIN("LD_PRELOAD=" OURS ".1"),
 		BIN("LD_PRELOAD=x" OURS),
 		BIN("LD_PRELOAD=" TOOLRUN_PKGLIBDIR "/./libtoolrun.so"),
-		BIN("LD_PRELOAD=" TOOLRUN_PKGLIBDIR "/libtoolrun.s"),
 	};
-	for (size_t i = 0; i < sizeof(lookalikes) / sizeof(lookalikes[0]); i++) {
+	static const ProtobufCBinaryData not_ours[] = {
+		BIN("LD_PRELOAD=" OURS "/"),
+		BIN("LD_PRELOAD=" OURS ".1"),
+		BIN("LD_PRELOAD=" TOOLRUN_PKGLIBDIR "/libtoolrun.s"),
+		BIN("LD_PRELOAD=/tmp/xlibtoolrun.so"),
+	};
+	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++) {
 		const ProtobufCBinaryData envp[] = {
-			lookalikes[i], BIN("TOOLRUN_CONFIG=/c"), BIN("TOOLRUN_API_KEY=s"),
+			ours[i], BIN("TOOLRUN_CONFIG=/c"), BIN("TOOLRUN_API_KEY=s"),
+			BIN("TOOLRUN_NESTED=1"), BIN("A=1"),
+		};
+		const struct env_result *r = environment(envp, 5);
+		assert_int_equal(r->n, 4);
+		assert_ptr_equal(r->env[0].data, envp[0].data);
+		assert_ptr_equal(r->env[1].data, envp[1].data);
+		assert_ptr_equal(r->env[2].data, envp[3].data);
+		assert_ptr_equal(r->env[3].data, envp[4].data);
+	}
+	for (size_t i = 0; i < sizeof(not_ours) / sizeof(not_ours[0]); i++) {
+		const ProtobufCBinaryData envp[] = {
+			not_ours[i], BIN("TOOLRUN_CONFIG=/c"), BIN("TOOLRUN_API_KEY=s"),
 			BIN("TOOLRUN_NESTED=1"), BIN("A=1"),
 		};
 		const struct env_result *r = environment(envp, 5);
@@ -729,26 +744,26 @@ static void test_environment_library_of_our_name_elsewhere_is_not_ours(void **st
 	}
 }
 
-/* `preload` names the library toolrund counts as its own (a build tree's,
- * in the tests); then the installed path is just another library. */
+/* `preload` names the library toolrund counts as its own, under any file
+ * name; another library beside it in the same directory is not ours. */
 static void test_environment_preload_key_names_our_library(void **state)
 {
 	(void)state;
-	use_config("tools = cat\npreload = /opt/t/libtoolrun.so\n");
-	assert_string_equal(cfg.preload, "/opt/t/libtoolrun.so");
+	use_config("tools = cat\npreload = /opt/t/libtr.so\n");
+	assert_string_equal(cfg.preload, "/opt/t/libtr.so");
 	const ProtobufCBinaryData mine[] = {
-		BIN("LD_PRELOAD=/opt/t/libtoolrun.so"), BIN("TOOLRUN_CONFIG=/c"),
+		BIN("LD_PRELOAD=/opt/t/libtr.so"), BIN("TOOLRUN_CONFIG=/c"),
 	};
 	const struct env_result *r = environment(mine, 2);
 	assert_int_equal(r->n, 3);
 	assert_int_equal(marker_at(r), 2);
 
-	const ProtobufCBinaryData installed[] = {
-		BIN("LD_PRELOAD=" OURS), BIN("TOOLRUN_CONFIG=/c"),
+	const ProtobufCBinaryData other[] = {
+		BIN("LD_PRELOAD=/opt/t/libtr2.so"), BIN("TOOLRUN_CONFIG=/c"),
 	};
-	r = environment(installed, 2);
+	r = environment(other, 2);
 	assert_int_equal(r->n, 1);
-	assert_ptr_equal(r->env[0].data, installed[0].data);
+	assert_ptr_equal(r->env[0].data, other[0].data);
 }
 
 static void test_preload_key_default_and_refused_values(void **state)
@@ -888,7 +903,7 @@ static void test_environment_allow_list_drops_ld_preload_of_a_plain_program(void
 	(void)state;
 	use_config("tools = cat\nenv_allow = PATH HOME\n");
 	const ProtobufCBinaryData envp[] = {
-		BIN("LD_PRELOAD=/tmp/evil.so"), BIN("HOME=/h"), BIN("LD_PRELOAD=/tmp/x/libtoolrun.so"),
+		BIN("LD_PRELOAD=/tmp/evil.so"), BIN("HOME=/h"), BIN("LD_PRELOAD=/tmp/x/libtool.so"),
 	};
 	const struct env_result *r = environment(envp, 3);
 	assert_int_equal(r->n, 1);
@@ -1067,7 +1082,7 @@ int main(void)
 		T(test_environment_with_library_adds_the_marker_once),
 		T(test_environment_without_library_drops_toolrun_variables_only),
 		T(test_environment_libraries_with_similar_names_are_not_ours),
-		T(test_environment_library_of_our_name_elsewhere_is_not_ours),
+		T(test_environment_library_of_our_name_elsewhere_is_ours),
 		T(test_environment_preload_key_names_our_library),
 		T(test_preload_key_default_and_refused_values),
 		T(test_environment_last_ld_preload_decides),
