@@ -184,6 +184,8 @@ char *audit_format(const struct audit_record *r)
 		  outcome(o, r) &&
 		  add(o, "timed_out", json_object_new_boolean(r->timed_out)) &&
 		  add(o, "duration_ms", duration_ms(r->duration_us)) &&
+		  add(o, "cpu_user_ms", duration_ms(r->user_us)) &&
+		  add(o, "cpu_system_ms", duration_ms(r->system_us)) &&
 		  add(o, "stdout", stream(&r->out[0])) &&
 		  add(o, "stderr", stream(&r->out[1]));
 	return finish(o, ok);

@@ -31,6 +31,7 @@ struct audit_record {
 	uint64_t command_job;    /* a tool run inside an agent command: that command's job id; 0 none */
 	int64_t start_ms;        /* wall clock, ms since the epoch */
 	uint64_t duration_us;
+	uint64_t user_us, system_us; /* CPU time (toolrun.proto: Exit) */
 	uint32_t uid;
 	int32_t caller_pid, pid; /* the client's pid, the program's pid (0: never ran) */
 	const char *tool;        /* the tool's name as listed; NULL for a command */

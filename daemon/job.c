@@ -166,6 +166,8 @@ static void job_audit(const struct job *j, const struct exit_report *r)
 		.command_job = j->command_job,
 		.start_ms = j->start_ms,
 		.duration_us = r->duration_us,
+		.user_us = r->user_us,
+		.system_us = r->system_us,
 		.uid = (uint32_t)j->uid,
 		.caller_pid = j->caller_pid,
 		.pid = j->spawned ? j->pid : 0,
@@ -247,6 +249,8 @@ static void job_finish(struct job *j)
 		r.code = WEXITSTATUS(j->wait_status);
 	}
 	r.duration_us = j->end_us - j->start_us;
+	r.user_us = j->cpu_user_us;
+	r.system_us = j->cpu_system_us;
 	send_release(j);
 	job_report(j, &r);
 }
@@ -387,7 +391,8 @@ void jobs_on_spawned(struct jobs *J, uint64_t id, pid_t pid, int err, unsigned s
 	j->npending = 0;
 }
 
-void jobs_on_exited(struct jobs *J, uint64_t id, int wait_status)
+void jobs_on_exited(struct jobs *J, uint64_t id, int wait_status, uint64_t user_us,
+		    uint64_t system_us)
 {
 	struct job *j = job_find(J, id);
 
@@ -395,6 +400,8 @@ void jobs_on_exited(struct jobs *J, uint64_t id, int wait_status)
 		return;
 	j->exited = true;
 	j->wait_status = wait_status;
+	j->cpu_user_us = user_us;
+	j->cpu_system_us = system_us;
 	j->end_us = monotonic_us();
 	if (j->timed_out || j->client_gone)
 		output_drain_and_close(j);

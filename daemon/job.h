@@ -150,6 +150,7 @@ struct job {
 	int wait_status;
 	uint64_t start_us;
 	uint64_t end_us;
+	uint64_t cpu_user_us, cpu_system_us; /* from the launcher; 0 in a session */
 	struct job_stream out[2];
 	struct timer timeout;
 	int pending_signals[16];
@@ -184,7 +185,9 @@ void job_resume_output(struct job *j);
 
 /* The launcher's replies, by job id. */
 void jobs_on_spawned(struct jobs *J, uint64_t id, pid_t pid, int err, unsigned step);
-void jobs_on_exited(struct jobs *J, uint64_t id, int wait_status);
+/* user_us, system_us: the program's CPU time (launcher.proto: Exited). */
+void jobs_on_exited(struct jobs *J, uint64_t id, int wait_status, uint64_t user_us,
+		    uint64_t system_us);
 void jobs_on_input_state(struct jobs *J, uint64_t id, bool producer_running);
 /* The answer to OpenSpill: fd >= 0, or the reason. */
 void jobs_on_spill_opened(struct jobs *J, uint64_t id, unsigned stream, int fd,

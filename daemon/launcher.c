@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/resource.h>
 #include <sys/fsuid.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -581,11 +582,17 @@ static Toolrun__Launcher__ToLauncher *decode_order(struct launcher *L, struct ar
 	return (Toolrun__Launcher__ToLauncher *)m;
 }
 
+static uint64_t timeval_us(const struct timeval *tv)
+{
+	return (uint64_t)tv->tv_sec * 1000000u + (uint64_t)tv->tv_usec;
+}
+
 static void reap(struct launcher *L)
 {
 	for (;;) {
 		int status;
-		pid_t pid = waitpid(-1, &status, WNOHANG);
+		struct rusage ru;
+		pid_t pid = wait4(-1, &status, WNOHANG, &ru);
 		if (pid <= 0)
 			return;
 		struct launched **at = &L->jobs;
@@ -605,6 +612,8 @@ static void reap(struct launcher *L)
 				TOOLRUN__LAUNCHER__FROM_LAUNCHER__INIT;
 			e.job = (*at)->job;
 			e.wait_status = status;
+			e.user_us = timeval_us(&ru.ru_utime);
+			e.system_us = timeval_us(&ru.ru_stime);
 			m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_EXITED;
 			m.exited = &e;
 			send_msg(L, &m, NULL, 0);

@@ -37,7 +37,8 @@ static void listener_dispatch_launcher(struct listener *L,
 		break;
 	case TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_EXITED:
 		if (!sessions_on_exited(&L->sessions, m->exited->job, m->exited->wait_status))
-			jobs_on_exited(&L->jobs, m->exited->job, m->exited->wait_status);
+			jobs_on_exited(&L->jobs, m->exited->job, m->exited->wait_status,
+				       m->exited->user_us, m->exited->system_us);
 		break;
 	case TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_PTY_OPENED:
 		sessions_on_pty(&L->sessions, m->pty_opened->job,

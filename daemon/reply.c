@@ -88,6 +88,8 @@ void reply_fill_exit(Toolrun__Exit *e, Toolrun__StreamStats *out, Toolrun__Strea
 	e->stdout_stats = out;
 	e->stderr_stats = err;
 	e->duration_us = r->duration_us;
+	e->user_us = r->user_us;
+	e->system_us = r->system_us;
 	e->exec_errno = r->exec_errno;
 	e->reason = (char *)(r->reason ? r->reason : "");
 }

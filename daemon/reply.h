@@ -28,6 +28,7 @@ struct exit_report {
 	const char *spill_path[2];  /* where the whole stream is kept, or NULL */
 	bool spill_partial[2];
 	uint64_t duration_us;
+	uint64_t user_us, system_us; /* the program's CPU time (Exit) */
 };
 
 /* version: the protocol version the client spoke in its Hello. */

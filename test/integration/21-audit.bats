@@ -86,6 +86,19 @@ EOF
 	grep -F '"argv":["cat","/nonexistent"]' "$TR_DIR/audit.jsonl" | grep -qF '"exit":1'
 }
 
+@test "21-audit-cpu: a job's CPU time, which its caller's times() cannot see, is in its record" {
+	n=$(grep -c '"kind":"tool"' "$TR_DIR/audit.jsonl" || true)
+	# About a third of a second of CPU in awk itself; none in the caller.
+	run tr_bash "awk 'BEGIN { for (i = 0; i < 4000000; i++) s += i % 7; print s }'; times"
+	[ "$status" -eq 0 ]
+	wait_for 30 audit_lines_at_least $((n + 1))
+	line=$(grep -F '"argv":["awk",' "$TR_DIR/audit.jsonl" | tail -n 1)
+	user=$(sed -n 's/.*"cpu_user_ms":\([0-9.]*\),.*/\1/p' <<<"$line")
+	sys=$(sed -n 's/.*"cpu_system_ms":\([0-9.]*\),.*/\1/p' <<<"$line")
+	[ -n "$user" ] && [ -n "$sys" ]
+	awk -v u="$user" -v s="$sys" 'BEGIN { exit !(u + s > 0) }'
+}
+
 @test "21-audit-tamper-daemon: a line of the daemon's log changed with sed is named" {
 	run tr_bash "cd $TR_DIR/work && cat in.txt; cat in.txt; cat in.txt"
 	wait_for 30 audit_lines_at_least 3

@@ -81,6 +81,8 @@ static struct audit_record sample(ProtobufCBinaryData *argv, size_t argc)
 		.command_job = 7,
 		.start_ms = INT64_C(1700000000123),
 		.duration_us = 12345,
+		.user_us = 8012,
+		.system_us = 3004,
 		.uid = 1000,
 		.caller_pid = 300,
 		.pid = 301,
@@ -225,7 +227,8 @@ static void test_format_tool_record_parses_back(void **state)
 	/* The members in their documented order. */
 	assert_non_null(strstr(text, "{\"time\":\"2023-11-14T22:13:20.123Z\",\"kind\":\"tool\","
 				     "\"job\":42,\"command_job\":7,\"uid\":1000,"));
-	assert_non_null(strstr(text, "\"duration_ms\":12.345,"));
+	assert_non_null(strstr(text, "\"duration_ms\":12.345,\"cpu_user_ms\":8.012,"
+				     "\"cpu_system_ms\":3.004,\"stdout\""));
 	assert_string_equal(json_object_get_string(member(o, "kind")), "tool");
 	assert_int_equal(json_object_get_uint64(member(o, "job")), 42);
 	assert_int_equal(json_object_get_uint64(member(o, "command_job")), 7);
