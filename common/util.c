@@ -79,6 +79,15 @@ const char *path_base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+bool preload_entry_is_toolrun(const char *entry, size_t len)
+{
+	static const char name[] = "libtoolrun.so";
+	const size_t n = sizeof(name) - 1;
+
+	return len >= n && memcmp(entry + len - n, name, n) == 0 &&
+	       (len == n || entry[len - n - 1] == '/');
+}
+
 int uid_index(const uid_t *uids, unsigned n, uid_t uid)
 {
 	for (unsigned i = 0; i < n; i++)

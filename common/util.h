@@ -16,6 +16,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -105,6 +106,11 @@ int fd_walk(void (*visit)(int fd, void *arg), void *arg);
 
 /* The last component of a path ("cat" of "/usr/bin/cat"). */
 const char *path_base_name(const char *path);
+
+/* Is the LD_PRELOAD entry entry[0..len) (a path without ld.so's ':' or
+ * ' ' separators) a file named libtoolrun.so? Whatever the directory, that
+ * is toolrun's library, to the library itself and to toolrund. */
+bool preload_entry_is_toolrun(const char *entry, size_t len);
 
 /* Where uid is in uids[0..n), or -1 (allow_uids: who is served). */
 int uid_index(const uid_t *uids, unsigned n, uid_t uid);

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "util.h"
+
 static bool has_nul(const ProtobufCBinaryData *b)
 {
 	return b->len && memchr(b->data, '\0', b->len) != NULL;
@@ -202,8 +204,6 @@ static const char preload_key[] = "LD_PRELOAD=";
  * another program, to be the agent's stream. */
 static bool preload_names(const ProtobufCBinaryData *e, const char *path)
 {
-	static const char base[] = "libtoolrun.so";
-	const size_t blen = sizeof(base) - 1;
 	const char *v = (const char *)e->data + sizeof(preload_key) - 1;
 	size_t vlen = e->len - (sizeof(preload_key) - 1), plen = strlen(path);
 
@@ -214,8 +214,7 @@ static bool preload_names(const ProtobufCBinaryData *e, const char *path)
 			j++;
 		if (plen && j - i == plen && memcmp(v + i, path, plen) == 0)
 			return true;
-		if (j - i >= blen && memcmp(v + j - blen, base, blen) == 0 &&
-		    (j - i == blen || v[j - blen - 1] == '/'))
+		if (preload_entry_is_toolrun(v + i, j - i))
 			return true;
 		i = j + 1;
 	}

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 extern char **environ;
 
 static const char preload_key[] = "LD_PRELOAD=";
@@ -11,14 +13,9 @@ static const char preload_key[] = "LD_PRELOAD=";
  * by colons or spaces, as ld.so reads it). */
 static const char *find_library(const char *v, size_t *len)
 {
-	static const char name[] = "libtoolrun.so";
-
 	for (const char *p = v; *p;) {
 		size_t n = strcspn(p, ": ");
-		const char *slash = memrchr(p, '/', n);
-		const char *base = slash ? slash + 1 : p;
-		if ((size_t)(p + n - base) == sizeof(name) - 1 &&
-		    memcmp(base, name, sizeof(name) - 1) == 0) {
+		if (preload_entry_is_toolrun(p, n)) {
 			*len = n;
 			return p;
 		}
