@@ -528,14 +528,37 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file,
  * a shell and reads its environment at the same time is rare, and
  * nothing but toolrun's own variables is visible more.
  */
-static char **environ_for_shell(void)
+struct shell_environ {
+	char **saved; /* the program's environ; NULL: nothing changed */
+	char **ours;  /* the one in place for the call (malloc'd) */
+};
+
+static void environ_for_shell(struct shell_environ *se)
 {
+	se->saved = se->ours = NULL;
 	if (!preload_ctx.nested.active)
-		return NULL;
+		return;
 	void *space = malloc(nested_space(&preload_ctx.nested, environ));
 	if (!space)
-		return NULL; /* the shell escapes, the call still runs */
-	return nested_envp(&preload_ctx.nested, environ, space);
+		return; /* the shell escapes, the call still runs */
+	se->ours = nested_envp(&preload_ctx.nested, environ, space);
+	se->saved = environ;
+	environ = se->ours;
+}
+
+/* Back to the program's own environ, errno as the call left it. If
+ * another thread's setenv replaced ours during the call, the new array
+ * may point into ours: both stay (a few hundred bytes, once). */
+static void environ_restore(struct shell_environ *se)
+{
+	if (!se->saved)
+		return;
+	int err = errno;
+	if (environ == se->ours) {
+		environ = se->saved;
+		free(se->ours);
+	}
+	errno = err;
 }
 
 typedef FILE *(*popen_fn)(const char *, const char *);
@@ -548,16 +571,10 @@ EXPORT FILE *popen(const char *command, const char *mode)
 		errno = ENOSYS;
 		return NULL;
 	}
-	char **saved = environ, **env = environ_for_shell();
-	if (env)
-		environ = env;
+	struct shell_environ se;
+	environ_for_shell(&se);
 	FILE *f = real(command, mode);
-	int err = errno;
-	if (env) {
-		environ = saved;
-		free(env);
-	}
-	errno = err;
+	environ_restore(&se);
 	return f;
 }
 
@@ -568,16 +585,10 @@ EXPORT int system(const char *command)
 		errno = ENOSYS;
 		return -1;
 	}
-	char **saved = environ, **env = environ_for_shell();
-	if (env)
-		environ = env;
+	struct shell_environ se;
+	environ_for_shell(&se);
 	int status = real(command);
-	int err = errno;
-	if (env) {
-		environ = saved;
-		free(env);
-	}
-	errno = err;
+	environ_restore(&se);
 	return status;
 }
 

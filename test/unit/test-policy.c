@@ -700,6 +700,25 @@ static void test_environment_libraries_with_similar_names_are_not_ours(void **st
 	assert_int_equal(marker_at(r), -1);
 }
 
+/* With LD_PRELOAD=preload beside toolrun's variables, a secret-looking
+ * TOOLRUN_ one and A=1: nested (the entry, TOOLRUN_CONFIG, the marker and
+ * A) or not (the entry and A). */
+static void check_nested_by(const ProtobufCBinaryData *preload, bool nested)
+{
+	const ProtobufCBinaryData envp[] = {
+		*preload, BIN("TOOLRUN_CONFIG=/c"), BIN("TOOLRUN_API_KEY=s"),
+		BIN("TOOLRUN_NESTED=1"), BIN("A=1"),
+	};
+	const struct env_result *r = environment(envp, 5);
+	static const size_t kept_nested[] = {0, 1, 3, 4}, kept_plain[] = {0, 4};
+	const size_t *kept = nested ? kept_nested : kept_plain;
+	size_t n = nested ? 4 : 2;
+
+	assert_int_equal(r->n, n);
+	for (size_t i = 0; i < n; i++)
+		assert_ptr_equal(r->env[i].data, envp[kept[i]].data);
+}
+
 /* Any file named libtoolrun.so is ours, whatever the path (an image may
  * preload it by a symlink or /lib for /usr/lib): the program is nested
  * and keeps toolrun's own variables, but not a secret-looking TOOLRUN_*
@@ -720,28 +739,10 @@ static void test_environment_library_of_our_name_elsewhere_is_ours(void **state)
 		BIN("LD_PRELOAD=" TOOLRUN_PKGLIBDIR "/libtoolrun.s"),
 		BIN("LD_PRELOAD=/tmp/xlibtoolrun.so"),
 	};
-	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++) {
-		const ProtobufCBinaryData envp[] = {
-			ours[i], BIN("TOOLRUN_CONFIG=/c"), BIN("TOOLRUN_API_KEY=s"),
-			BIN("TOOLRUN_NESTED=1"), BIN("A=1"),
-		};
-		const struct env_result *r = environment(envp, 5);
-		assert_int_equal(r->n, 4);
-		assert_ptr_equal(r->env[0].data, envp[0].data);
-		assert_ptr_equal(r->env[1].data, envp[1].data);
-		assert_ptr_equal(r->env[2].data, envp[3].data);
-		assert_ptr_equal(r->env[3].data, envp[4].data);
-	}
-	for (size_t i = 0; i < sizeof(not_ours) / sizeof(not_ours[0]); i++) {
-		const ProtobufCBinaryData envp[] = {
-			not_ours[i], BIN("TOOLRUN_CONFIG=/c"), BIN("TOOLRUN_API_KEY=s"),
-			BIN("TOOLRUN_NESTED=1"), BIN("A=1"),
-		};
-		const struct env_result *r = environment(envp, 5);
-		assert_int_equal(r->n, 2);
-		assert_ptr_equal(r->env[0].data, envp[0].data);
-		assert_ptr_equal(r->env[1].data, envp[4].data);
-	}
+	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+		check_nested_by(&ours[i], true);
+	for (size_t i = 0; i < sizeof(not_ours) / sizeof(not_ours[0]); i++)
+		check_nested_by(&not_ours[i], false);
 }
 
 /* `preload` names the library toolrund counts as its own, under any file
