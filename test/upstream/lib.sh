@@ -154,13 +154,39 @@ build_pkg() {
 	touch "$src/.upstream-built"
 }
 
-# Remove the results of an earlier `make check`.
+# Remove the results of an earlier `make check` (gawk's: test/_NAME).
 clean_results() {
 	local src=$1 trs
 	while IFS= read -r trs; do
 		rm -f "$trs" "${trs%.trs}.log"
 	done < <(find "$src" -name '*.trs')
 	find "$src" -name test-suite.log -delete
+	if is_gawk_tree "$src"; then
+		rm -f "$src"/test/_*
+	fi
+}
+
+# gawk's suite is its own Makefile, not automake's test driver: it prints
+# each test's name, leaves test/_NAME for a test whose output differs
+# from NAME.ok, and ends with "ALL TESTS PASSED" or "N TESTS FAILED".
+is_gawk_tree() {
+	[ -e "$1/test/Gentests" ] && [ -e "$1/awkgram.y" ]
+}
+
+# For gawk, automake-style results from that: test/NAME.trs, PASS or FAIL,
+# for every name make printed that has a NAME.ok; the difference (_NAME)
+# as NAME.log. $1 the tree, $2 the output of make check.
+gawk_results() {
+	local src=$1 out=$2 name r
+	while IFS= read -r name; do
+		[ -e "$src/test/$name.ok" ] || continue
+		r=PASS
+		[ -e "$src/test/_$name" ] && r=FAIL
+		printf ':test-result: %s\n:global-test-result: %s\n' "$r" "$r" >"$src/test/$name.trs"
+		if [ "$r" = FAIL ]; then
+			cp "$src/test/_$name" "$src/test/$name.log"
+		fi
+	done < <(grep -E '^[A-Za-z0-9_+-]+$' "$out" | LC_ALL=C sort -u)
 }
 
 # Copy the .trs and .log files of the run into $2.

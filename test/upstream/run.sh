@@ -85,6 +85,9 @@ run_check() {
 	say "== $pkg: make check, $mode (per-test watchdog ${test_timeout} s)"
 	run_agent_command "$src" "$dir/make-check.out" "$dir" "$(check_command "")"
 	[ "$mode" = toolrun ] && stop_daemon
+	if is_gawk_tree "$src"; then
+		gawk_results "$src" "$dir/make-check.out"
+	fi
 	save_results "$src" "$dir/results"
 }
 
