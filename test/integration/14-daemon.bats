@@ -45,7 +45,9 @@ wait_gone() {
 	kill -KILL "$client"
 	wait "$client" || true
 	wait_gone "$prog"
-	grep -q "pid=$prog .*client-gone" "$TR_DIR/daemon.log"
+	# The job's line is logged once the launcher has reaped the program
+	# and the listener has heard of it: after the program is gone.
+	wait_for 30 grep -q "pid=$prog .*client-gone" "$TR_DIR/daemon.log"
 }
 
 @test "14-daemon-slow-reader: a client that does not read delays nobody else" {
