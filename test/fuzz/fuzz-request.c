@@ -240,16 +240,18 @@ static bool contains(const uint8_t *p, size_t n, const char *what)
 /* The built-in config's filters, restated: grep sees PATH, HOME, LANG,
  * TERM, LC_* but LC_ALL, and two-letter names starting with A to C; the
  * other tools see everything but *TOKEN*, *SECRET*, *KEY* and AWS_*.
- * toolrun's own variables are not filtered; LD_PRELOAD is, like any
- * other name. */
+ * Only the variables the library reads pass unfiltered (other TOOLRUN_
+ * names do not); LD_PRELOAD is filtered like any other name. */
 static bool env_filter_passes(const char *tool, const ProtobufCBinaryData *e)
 {
-	if (starts_with(e, "TOOLRUN_"))
-		return true;
 	const uint8_t *eq = e->len ? memchr(e->data, '=', e->len) : NULL;
 	size_t n = eq ? (size_t)(eq - e->data) : e->len;
 	const uint8_t *name = e->data;
 #define IS(s) (n == strlen(s) && memcmp(name, s, n) == 0)
+	/* The variables the library reads pass unasked. */
+	if (IS("TOOLRUN_CONFIG") || IS("TOOLRUN_AGENT_STDOUT") || IS("TOOLRUN_AGENT_STDERR") ||
+	    IS("TOOLRUN_COMMAND") || IS("TOOLRUN_SESSION") || IS("TOOLRUN_NESTED"))
+		return true;
 	if (strcmp(tool, "grep") == 0)
 		return (IS("PATH") || IS("HOME") || IS("LANG") || IS("TERM") ||
 			(n >= 3 && memcmp(name, "LC_", 3) == 0) ||
@@ -260,17 +262,23 @@ static bool env_filter_passes(const char *tool, const ProtobufCBinaryData *e)
 	       !contains(name, n, "KEY") && !(n >= 4 && memcmp(name, "AWS_", 4) == 0);
 }
 
-/* Does the LD_PRELOAD entry e have `preload` itself among its entries
- * (separated by colons or spaces)? Restated. */
+/* Does the LD_PRELOAD entry e have `preload` itself, or a file named
+ * libtoolrun.so, among its entries (separated by colons or spaces)?
+ * Restated. */
 static bool names_our_library(const ProtobufCBinaryData *e)
 {
-	size_t plen = strlen(cfg.preload);
+	static const char base[] = "/libtoolrun.so";
+	size_t plen = strlen(cfg.preload), blen = sizeof(base) - 1;
 
 	for (size_t i = strlen("LD_PRELOAD="); i < e->len;) {
 		size_t j = i;
 		while (j < e->len && e->data[j] != ':' && e->data[j] != ' ')
 			j++;
 		if (j - i == plen && memcmp(e->data + i, cfg.preload, plen) == 0)
+			return true;
+		if (j - i == blen - 1 && memcmp(e->data + i, base + 1, blen - 1) == 0)
+			return true;
+		if (j - i >= blen && memcmp(e->data + j - blen, base, blen) == 0)
 			return true;
 		i = j + 1;
 	}
@@ -279,7 +287,7 @@ static bool names_our_library(const ProtobufCBinaryData *e)
 
 /* The environment must be the request's entries in order, some left out,
  * plus at most the marker at the end; the marker is there exactly when
- * the last LD_PRELOAD names the `preload` path; without it, no TOOLRUN_
+ * the last LD_PRELOAD names toolrun's library; without it, no TOOLRUN_
  * entry may be left; every entry passes the tool's filters, but for
  * LD_PRELOAD=<preload> standing for the last LD_PRELOAD of a nested
  * program, and every request entry left out was one to leave out. */
