@@ -10,7 +10,6 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/resource.h>
 #include <sys/fsuid.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>

@@ -302,7 +302,7 @@ static bool toolrun_variable(const ProtobufCBinaryData *e)
 	};
 	size_t n = name_len(e);
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
 		if (strlen(names[i]) == n && memcmp(e->data, names[i], n) == 0)
 			return true;
 	return false;

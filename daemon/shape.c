@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "sbuf.h"
 #include "sniff.h"
 

@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 #include "digest.h"
 #include "util.h"
 

@@ -557,8 +557,8 @@ static void send_signal(struct client *cl, int signo)
 	(void)frame_send(cl->sock, buf, n, NULL, 0);
 }
 
-/* Write all of p to fd, waiting if fd is non-blocking. */
-/* Write all of p; *done counts what was written, also before a failure. */
+/* Write all of p to fd, waiting if fd is non-blocking; *done counts
+ * what was written, also before a failure. */
 static int write_out(int fd, const uint8_t *p, size_t n, uint64_t *done)
 {
 	while (n > 0) {
@@ -586,6 +586,12 @@ static int write_out(int fd, const uint8_t *p, size_t n, uint64_t *done)
  * closes its end of the program's pipe, and the program meets the same
  * fate at the same point. Its status then comes back with Exit as usual.
  */
+/* Our stdout (index 0) or stderr (1), where a job's Output goes. */
+static int output_fd(int index)
+{
+	return index ? STDERR_FILENO : STDOUT_FILENO;
+}
+
 static void reader_gone(struct client *cl, int index)
 {
 	Toolrun__ReaderGone gone = TOOLRUN__READER_GONE__INIT;
@@ -609,7 +615,7 @@ static void on_output(struct client *cl, const Toolrun__Output *out)
 
 	if (cl->reader_gone[index])
 		return; /* already sent away: nobody reads it */
-	int r = write_out(index ? STDERR_FILENO : STDOUT_FILENO, out->data.data,
+	int r = write_out(output_fd(index), out->data.data,
 			  out->data.len, &cl->delivered[index]);
 	if (r == -EPIPE)
 		reader_gone(cl, index);
@@ -785,7 +791,7 @@ static bool on_check_due(struct client *cl)
  * already, or a pipe whose read end is closed now. */
 static bool reader_left(const struct client *cl, int index)
 {
-	struct pollfd pfd = {.fd = index ? STDERR_FILENO : STDOUT_FILENO};
+	struct pollfd pfd = {.fd = output_fd(index)};
 
 	if (cl->reader_gone[index])
 		return true;
@@ -815,7 +821,7 @@ static bool died_of_sigpipe_directly(const struct client *cl, const Toolrun__Exi
 	for (int i = 0; i < 2; i++) {
 		if (!stats[i] || !stats[i]->shaped || !reader_left(cl, i))
 			continue;
-		int capacity = fcntl(i ? STDERR_FILENO : STDOUT_FILENO, F_GETPIPE_SZ);
+		int capacity = fcntl(output_fd(i), F_GETPIPE_SZ);
 		if (capacity > 0 && stats[i]->bytes_seen > cl->delivered[i] + (uint64_t)capacity)
 			return true;
 	}
@@ -952,7 +958,7 @@ static void event_loop(struct client *cl)
 			if (!watch[i] || cl->reader_gone[i])
 				continue;
 			stream_of[n] = i;
-			pfd[n++] = (struct pollfd){.fd = i ? STDERR_FILENO : STDOUT_FILENO};
+			pfd[n++] = (struct pollfd){.fd = output_fd(i)};
 		}
 
 		int ready = poll(pfd, n, poll_timeout(cl));

@@ -181,6 +181,39 @@ static ssize_t recv_some(struct frame_reader *r, int sock, void *dst,
 	return n;
 }
 
+/* recv_some() for a read that needs bytes: returns how many (> 0), or 0
+ * with *end set to what the read returns: AGAIN, -errno, or at the end
+ * of the stream EOF where it came between frames with no fd pending,
+ * -EPROTO inside a frame. */
+static ssize_t recv_needed(struct frame_reader *r, int sock, void *dst, size_t want,
+			   bool between_frames, int *end)
+{
+	ssize_t n = recv_some(r, sock, dst, want);
+
+	if (n > 0)
+		return n;
+	if (n == -EAGAIN)
+		*end = FRAME_READ_AGAIN;
+	else if (n < 0)
+		*end = (int)n;
+	else
+		*end = between_frames && r->nfds == 0 ? FRAME_READ_EOF : -EPROTO;
+	return 0;
+}
+
+/* header_parse() under the reader's limits. More fds than it takes is
+ * -EPROTO with too_many_fds set, so that the caller can say which. */
+static int reader_parse_header(struct frame_reader *r, const uint8_t *header)
+{
+	int err = header_parse(header, r->max_payload, reader_max_fds(r), &r->h);
+
+	if (err == -ETOOMANYREFS) {
+		r->too_many_fds = true;
+		return -EPROTO;
+	}
+	return err;
+}
+
 /* The frame at ra_start, if the buffer holds all of it: READY, 0 (not
  * yet), or the header's error. */
 static int ra_frame(struct frame_reader *r)
@@ -189,11 +222,7 @@ static int ra_frame(struct frame_reader *r)
 
 	if (have < FRAME_HEADER_SIZE)
 		return 0;
-	int err = header_parse(r->ra + r->ra_start, r->max_payload, reader_max_fds(r), &r->h);
-	if (err == -ETOOMANYREFS) {
-		r->too_many_fds = true;
-		return -EPROTO;
-	}
+	int err = reader_parse_header(r, r->ra + r->ra_start);
 	if (err < 0)
 		return err;
 	if (have - FRAME_HEADER_SIZE < r->h.length)
@@ -230,13 +259,10 @@ static int ra_read(struct frame_reader *r, int sock)
 			r->ra_end = have;
 		}
 		size_t want = r->ra_cap - r->ra_end;
-		ssize_t n = recv_some(r, sock, r->ra + r->ra_end, want);
-		if (n == -EAGAIN)
-			return FRAME_READ_AGAIN;
-		if (n < 0)
-			return (int)n;
+		int end;
+		ssize_t n = recv_needed(r, sock, r->ra + r->ra_end, want, have == 0, &end);
 		if (n == 0)
-			return have == 0 && r->nfds == 0 ? FRAME_READ_EOF : -EPROTO;
+			return end;
 		r->ra_end += (size_t)n;
 		/* Less than asked: the socket had no more. A read now would
 		 * only say EAGAIN; the caller's poll() says when to read. */
@@ -249,24 +275,16 @@ int frame_reader_read(struct frame_reader *r, int sock)
 	if (r->ra)
 		return ra_read(r, sock);
 	while (!r->have_header) {
-		ssize_t n = recv_some(r, sock, r->header + r->header_have,
-				      FRAME_HEADER_SIZE - r->header_have);
-		if (n == -EAGAIN)
-			return FRAME_READ_AGAIN;
-		if (n < 0)
-			return (int)n;
+		int end;
+		ssize_t n = recv_needed(r, sock, r->header + r->header_have,
+					FRAME_HEADER_SIZE - r->header_have, r->header_have == 0,
+					&end);
 		if (n == 0)
-			return r->header_have == 0 && r->nfds == 0
-				       ? FRAME_READ_EOF
-				       : -EPROTO;
+			return end;
 		r->header_have += (size_t)n;
 		if (r->header_have < FRAME_HEADER_SIZE)
 			continue;
-		int err = header_parse(r->header, r->max_payload, reader_max_fds(r), &r->h);
-		if (err == -ETOOMANYREFS) {
-			r->too_many_fds = true;
-			return -EPROTO;
-		}
+		int err = reader_parse_header(r, r->header);
 		if (err < 0)
 			return err;
 		r->have_header = true;
@@ -283,13 +301,10 @@ int frame_reader_read(struct frame_reader *r, int sock)
 		if (r->payload_have + want > r->payload_cap &&
 		    !(r->grow && r->grow(r, r->payload_have + want)))
 			return -ENOMEM;
-		ssize_t n = recv_some(r, sock, r->payload + r->payload_have, want);
-		if (n == -EAGAIN)
-			return FRAME_READ_AGAIN;
-		if (n < 0)
-			return (int)n;
+		int end;
+		ssize_t n = recv_needed(r, sock, r->payload + r->payload_have, want, false, &end);
 		if (n == 0)
-			return -EPROTO;
+			return end;
 		r->payload_have += (size_t)n;
 	}
 
