@@ -435,7 +435,17 @@ static bool session_op_fields_ok(const Toolrun__SessionCall *c, char *why, size_
 			return false;
 		}
 		return true;
+	case TOOLRUN__SESSION_OP__SESSION_OP_KILL:
+		if (c->signal < 0 || c->signal > 64) {
+			snprintf(why, len, "signal %d: 1 to 64, or 0 for SIGKILL", (int)c->signal);
+			return false;
+		}
+		return true;
 	default:
+		if (c->signal != 0) {
+			snprintf(why, len, "only a KILL call names a signal");
+			return false;
+		}
 		return true;
 	}
 }
@@ -446,7 +456,7 @@ bool policy_session_call(const Toolrun__SessionCall *c, unsigned nfds, char *why
 	bool names_one = !is_new && c->op != TOOLRUN__SESSION_OP__SESSION_OP_LIST;
 
 	if (c->op <= TOOLRUN__SESSION_OP__SESSION_OP_UNSPECIFIED ||
-	    c->op > TOOLRUN__SESSION_OP__SESSION_OP_LIST) {
+	    c->op > TOOLRUN__SESSION_OP__SESSION_OP_KILL) {
 		snprintf(why, len, "unknown session op %d", (int)c->op);
 		return false;
 	}
