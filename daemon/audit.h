@@ -28,7 +28,7 @@ struct audit_stream {
 struct audit_record {
 	const char *kind;        /* "command" or "tool" */
 	uint64_t job;            /* the daemon's job id */
-	uint64_t command_job;    /* a tool run inside an agent command: that command's job id; 0 none */
+	uint64_t command_job;    /* a tool run below an agent command or session, as the launcher saw it: that job's id; 0 none */
 	int64_t start_ms;        /* wall clock, ms since the epoch */
 	uint64_t duration_us;
 	uint64_t user_us, system_us; /* CPU time (toolrun.proto: Exit) */

@@ -6,7 +6,7 @@
  *   jobs_on_spawned Started (or the reason nothing ran)
  *   (output.c)      read, shape, spill, queue Output
  *   on_timeout      a tool's timeout (unless it waits on a producer), a
- *                   command's command_timeout (its whole session)
+ *                   command's command_timeout (its whole tree)
  *   jobs_on_exited  the program's status
  *   job_finish      once the program has ended and its streams are at
  *                   EOF: the timeout notice, Exit, Release, the log line,
@@ -47,14 +47,14 @@ struct job *job_find(struct jobs *J, uint64_t id)
  * would; ending a job reaches all of a command. */
 static void send_kill(struct job *j, int signo)
 {
-	order_kill(j->J->orders, j->id, signo, false);
+	order_kill(j->J->orders, j->id, signo, KILL_GROUP);
 }
 
 static void end_job(struct job *j)
 {
 	if (j->attached)
 		return;
-	order_kill(j->J->orders, j->id, SIGKILL, j->command);
+	order_kill(j->J->orders, j->id, SIGKILL, j->command ? KILL_TREE : KILL_GROUP);
 }
 
 static void send_check_input(struct job *j)
@@ -222,20 +222,40 @@ static void job_report(struct job *j, struct exit_report *r)
 	job_unlink(j);
 }
 
+/*
+ * The line a command that timed out ends with: what was killed, as the
+ * launcher counted it, and how to run longer work. Every process below
+ * the command was found through its first process, which adopts what
+ * its tree orphans; "below it" is what that search covers, and nothing
+ * more is claimed.
+ */
+static int command_timeout_notice(const struct job *j, char *buf, size_t len)
+{
+	char others[64] = "";
+
+	if (j->killed_below == 1)
+		snprintf(others, sizeof(others), ", with the 1 other process running below it");
+	else if (j->killed_below > 1)
+		snprintf(others, sizeof(others), ", with the %u other processes running below it",
+			 j->killed_below);
+	return snprintf(buf, len,
+			"toolrun: the command timed out after %u s (command_timeout) and was "
+			"killed%s; for longer work, use a session (toolrun session: no command "
+			"timeout) or run it in the background (nohup CMD > FILE 2>&1 &) and read "
+			"FILE later\n",
+			j->limits.timeout_s, others);
+}
+
 static void job_finish(struct job *j)
 {
 	struct exit_report r = {0};
 
 	if (j->timed_out) {
-		char notice[256];
-		int n = j->command
-				? snprintf(notice, sizeof(notice),
-					   "toolrun: the command timed out after %u s (command_timeout) "
-					   "and was killed, with every process it started\n",
-					   j->limits.timeout_s)
-				: snprintf(notice, sizeof(notice),
-					   "toolrun: %s: timed out after %u s\n", j->name,
-					   j->limits.timeout_s);
+		char notice[512];
+		int n = j->command ? command_timeout_notice(j, notice, sizeof(notice))
+				   : snprintf(notice, sizeof(notice),
+					      "toolrun: %s: timed out after %u s\n", j->name,
+					      j->limits.timeout_s);
 		if (j->client)
 			j->client->ops->output(j->client, TOOLRUN__STREAM__STREAM_STDERR,
 					       (const uint8_t *)notice, (size_t)n);
@@ -353,13 +373,38 @@ static void on_timeout(struct event_loop *loop, void *data)
 	job_maybe_finish(j);
 }
 
-void jobs_on_spawned(struct jobs *J, uint64_t id, pid_t pid, int err, unsigned step)
+void jobs_on_killed(struct jobs *J, uint64_t id, unsigned processes)
+{
+	struct job *j = job_find(J, id);
+
+	if (j)
+		j->killed_below += processes;
+}
+
+/*
+ * Inside an agent command or a session, the command's own time limit
+ * bounds a listed tool, unless the tool's section sets a timeout of its
+ * own (as for max_bytes and max_lines): `tail -f` or a slow `find /` in a
+ * command with command_timeout = 300 is not ended at the tool's default
+ * 30 s.
+ */
+static void follow_command_timeout(struct job *j)
+{
+	if (j->command || !j->command_job || (j->limits.from_section & LIMIT_SET_TIMEOUT))
+		return;
+	j->limits.timeout_s = 0;
+	timer_cancel(j->J->loop, &j->timeout);
+}
+
+void jobs_on_spawned(struct jobs *J, uint64_t id, pid_t pid, int err, unsigned step,
+		     uint64_t command_job)
 {
 	struct job *j = job_find(J, id);
 	char reason[256];
 
 	if (!j)
 		return;
+	j->command_job = command_job;
 	if (err) {
 		int code = 1, exec_errno = 0;
 		if (step == LAUNCH_STEP_EXEC) {
@@ -380,6 +425,7 @@ void jobs_on_spawned(struct jobs *J, uint64_t id, pid_t pid, int err, unsigned s
 	j->pid = pid;
 	j->spawned = true;
 	j->start_us = monotonic_us();
+	follow_command_timeout(j);
 	if (j->client)
 		j->client->ops->started(j->client, pid, j->limits.timeout_s);
 	if (j->client_gone || j->timed_out) {

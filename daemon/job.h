@@ -130,7 +130,9 @@ struct job {
 	char name[64];          /* the program's name, for messages */
 	bool command;           /* an agent command (Request.command) */
 	bool attached;          /* a session's command: no program of its own */
-	uint64_t command_job;   /* a tool inside a command: the command's job */
+	uint64_t command_job;   /* a tool below a command or session: its job, as
+				 * the launcher saw it (0 until Spawned) */
+	unsigned killed_below;  /* a command killed whole: processes below it */
 	uid_t uid;
 	pid_t caller_pid;
 	int64_t start_ms;       /* wall clock, for the audit log */
@@ -184,7 +186,13 @@ void job_client_gone(struct job *j);
 void job_resume_output(struct job *j);
 
 /* The launcher's replies, by job id. */
-void jobs_on_spawned(struct jobs *J, uint64_t id, pid_t pid, int err, unsigned step);
+/* command_job: the agent command or session the tool runs below, as the
+ * launcher found it (launcher.proto: Spawned), or 0. */
+void jobs_on_spawned(struct jobs *J, uint64_t id, pid_t pid, int err, unsigned step,
+		     uint64_t command_job);
+/* A Kill that reached a command's whole tree: how many processes below
+ * its first one it signalled (launcher.proto: Killed). */
+void jobs_on_killed(struct jobs *J, uint64_t id, unsigned processes);
 /* user_us, system_us: the program's CPU time (launcher.proto: Exited). */
 void jobs_on_exited(struct jobs *J, uint64_t id, int wait_status, uint64_t user_us,
 		    uint64_t system_us);

@@ -90,27 +90,6 @@ static int keep_request(struct job *j, const Toolrun__Request *req)
 	return 0;
 }
 
-/* The command a tool runs inside: TOOLRUN_COMMAND in its environment. */
-static uint64_t command_of(const Toolrun__Request *req)
-{
-	static const char key[] = "TOOLRUN_COMMAND=";
-
-	for (size_t i = 0; i < req->n_envp; i++) {
-		const ProtobufCBinaryData *e = &req->envp[i];
-		if (e->len > sizeof(key) - 1 && e->len < sizeof(key) + 20 &&
-		    memcmp(e->data, key, sizeof(key) - 1) == 0) {
-			uint64_t id = 0;
-			for (size_t k = sizeof(key) - 1; k < e->len; k++) {
-				if (e->data[k] < '0' || e->data[k] > '9')
-					return 0;
-				id = id * 10 + (uint64_t)(e->data[k] - '0');
-			}
-			return id;
-		}
-	}
-	return 0;
-}
-
 static struct job *job_new(struct jobs *J, const struct job_caller *who,
 			   struct job_client *client, const Toolrun__Request *req)
 {
@@ -126,7 +105,6 @@ static struct job *job_new(struct jobs *J, const struct job_caller *who,
 	j->uid = who->uid;
 	j->caller_pid = who->pid;
 	j->command = req->command;
-	j->command_job = req->command ? 0 : command_of(req);
 	j->start_ms = wall_ms();
 	for (int i = 0; i < 2; i++)
 		j->out[i] = (struct job_stream){.job = j, .fd = -1, .ev.fd = -1,
@@ -289,6 +267,7 @@ static int job_spawn(struct job *j, const struct job_caller *who,
 		.gid = who->gid,
 		.groups = who->groups,
 		.ngroups = who->ngroups,
+		.caller_pid = who->pid,
 		.fds = sf->send,
 		.nfds = sf->nsend,
 		.targets = sf->targets,

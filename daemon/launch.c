@@ -276,6 +276,8 @@ static NORETURN void launch_child(const struct launch_plan *plan, int status_fd)
 		errno = ESRCH;
 		fail(status_fd, LAUNCH_STEP_PARENT_DEATH);
 	}
+	if (plan->subreaper && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		fail(status_fd, LAUNCH_STEP_SESSION);
 	if (arrange_fds(plan, &status_fd, &cwd_fd) < 0)
 		fail(status_fd, LAUNCH_STEP_FDS);
 	/* A TTY session's bash: its terminal, at fd 0, becomes the new

@@ -103,6 +103,10 @@ struct launch_plan {
 	/* fd 0 is a terminal that becomes the controlling one (a TTY
 	 * session's bash). */
 	bool controlling_tty;
+	/* An agent command or a session's bash: it adopts what its tree
+	 * orphans (PR_SET_CHILD_SUBREAPER, kept across execve), so that
+	 * every process it started stays below it (proctree_kill_tree). */
+	bool subreaper;
 };
 
 struct launch_limit {

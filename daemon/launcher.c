@@ -37,8 +37,8 @@ struct launched {
 	uint64_t job;
 	pid_t pid; /* leader of its process group and of its session */
 	bool released;
-	/* An agent command: its whole session goes at Release, so it is
-	 * kept after its leader ends (exited) until then. */
+	/* An agent command (or a session's bash): its whole tree goes at
+	 * Release, so it is kept after its leader ends (exited) until then. */
 	bool command;
 	bool exited;
 	/* The program's stdin, when it is a pipe or FIFO: who else holds
@@ -91,7 +91,7 @@ static void send_msg(struct launcher *L, const Toolrun__Launcher__FromLauncher *
 }
 
 static void report_spawned(struct launcher *L, uint64_t job, pid_t pid,
-			   int err, enum launch_step step)
+			   int err, enum launch_step step, uint64_t command_job)
 {
 	Toolrun__Launcher__Spawned s = TOOLRUN__LAUNCHER__SPAWNED__INIT;
 	Toolrun__Launcher__FromLauncher m = TOOLRUN__LAUNCHER__FROM_LAUNCHER__INIT;
@@ -100,6 +100,7 @@ static void report_spawned(struct launcher *L, uint64_t job, pid_t pid,
 	s.pid = pid;
 	s.error = err;
 	s.step = step;
+	s.command_job = command_job;
 	m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_SPAWNED;
 	m.spawned = &s;
 	send_msg(L, &m, NULL, 0);
@@ -144,6 +145,25 @@ static void plan_identity(const struct launcher *L, const Toolrun__Launcher__Spa
 	plan->gid = (gid_t)s->gid;
 	plan->groups = (const gid_t *)s->groups;
 	plan->ngroups = s->n_groups;
+}
+
+/* The agent command or session whose tree caller runs in: its job id,
+ * or 0. Asked of the kernel, so that no caller can claim another's. */
+static uint64_t command_below(const struct launcher *L, pid_t caller)
+{
+	pid_t roots[64];
+	uint64_t ids[ARRAY_SIZE(roots)];
+	size_t n = 0;
+
+	for (const struct launched *j = L->jobs; j && n < ARRAY_SIZE(roots); j = j->next)
+		if (j->command && !j->exited) {
+			roots[n] = j->pid;
+			ids[n++] = j->job;
+		}
+	if (n == 0 || caller <= 0)
+		return 0;
+	int at = proctree_command_of(caller, roots, n);
+	return at < 0 ? 0 : ids[at];
 }
 
 static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
@@ -202,6 +222,7 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 		.filters = &L->filters,
 		.network = s->network,
 		.controlling_tty = s->controlling_tty,
+		.subreaper = s->command,
 	};
 	if (s->state) {
 		const Toolrun__ProcessState *st = s->state;
@@ -293,7 +314,8 @@ out:
 			L->jobs = j;
 		}
 	}
-	report_spawned(L, s->job, err ? 0 : pid, err, step);
+	report_spawned(L, s->job, err ? 0 : pid, err, step,
+		       s->command || err ? 0 : command_below(L, (pid_t)s->caller_pid));
 }
 
 /* Tell the listener which file the audit log is (AuditLogAt). */
@@ -338,26 +360,48 @@ static void forget(struct launched **at)
 	free(j);
 }
 
-/* End what is left of a command's session: processes that left its
- * process group (background jobs of a shell) or were started in it. */
-static void kill_session(const struct launched *j, int signo)
+/* End what is left of a command's tree: every process below it, in
+ * whatever process group or session (proctree_kill_tree), then, unless
+ * spared, its first process and that one's group. Returns how many
+ * processes below it were signalled. */
+static unsigned kill_tree(const struct launched *j, int signo, bool spare_leader)
 {
-	int r = proctree_kill_session(j->pid, signo);
+	int r = proctree_kill_tree(j->pid, signo, !spare_leader && !j->exited);
 	if (r < 0)
-		log_warn("cannot signal the session of job %" PRIu64 " (pid %d): %s", j->job,
+		log_warn("cannot signal the processes of job %" PRIu64 " (pid %d): %s", j->job,
 			 (int)j->pid, errno_text(r));
+	if (!spare_leader && !j->exited)
+		kill(-j->pid, signo);
+	return r < 0 ? 0 : (unsigned)r;
+}
+
+static void report_killed(struct launcher *L, const struct launched *j, uint64_t job,
+			  unsigned processes)
+{
+	Toolrun__Launcher__Killed k = TOOLRUN__LAUNCHER__KILLED__INIT;
+	Toolrun__Launcher__FromLauncher m = TOOLRUN__LAUNCHER__FROM_LAUNCHER__INIT;
+
+	k.job = job;
+	k.processes = processes;
+	k.leader_ignores_sigint = j && !j->exited && proctree_ignores(j->pid, SIGINT);
+	m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_KILLED;
+	m.killed = &k;
+	send_msg(L, &m, NULL, 0);
 }
 
 static void kill_job(struct launcher *L, const Toolrun__Launcher__Kill *k)
 {
 	struct launched *j = *find(L, k->job);
+	unsigned processes = 0;
 
-	if (!j || k->signo <= 0 || k->signo >= NSIG)
-		return;
-	if (!j->exited)
-		kill(-j->pid, k->signo);
-	if (k->whole_session)
-		kill_session(j, k->signo);
+	if (j && k->signo > 0 && k->signo < NSIG) {
+		if (k->whole_tree)
+			processes = kill_tree(j, k->signo, k->spare_leader);
+		else if (!j->exited)
+			kill(-j->pid, k->signo);
+	}
+	if (k->report)
+		report_killed(L, j, k->job, processes);
 }
 
 static void release_job(struct launcher *L, uint64_t job)
@@ -374,10 +418,10 @@ static void release_job(struct launcher *L, uint64_t job)
 		forget(at);
 		return;
 	}
-	/* Still running: end its group (a command's whole session); reaped
+	/* Still running: end its group (a command's whole tree); reaped
 	 * without a report. */
 	if (j->command)
-		kill_session(j, SIGKILL);
+		kill_tree(j, SIGKILL, false);
 	kill(-j->pid, SIGKILL);
 	j->released = true;
 }
@@ -629,10 +673,10 @@ static void reap(struct launcher *L)
 static void shutdown_all(struct launcher *L)
 {
 	for (struct launched *j = L->jobs; j; j = j->next) {
+		if (j->command)
+			kill_tree(j, SIGKILL, false);
 		if (!j->exited)
 			kill(-j->pid, SIGKILL);
-		if (j->command)
-			kill_session(j, SIGKILL);
 	}
 	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
 		;

@@ -33,7 +33,13 @@ static void listener_dispatch_launcher(struct listener *L,
 		if (!sessions_on_spawned(&L->sessions, m->spawned->job, m->spawned->pid,
 					 m->spawned->error, m->spawned->step))
 			jobs_on_spawned(&L->jobs, m->spawned->job, m->spawned->pid,
-					m->spawned->error, m->spawned->step);
+					m->spawned->error, m->spawned->step,
+					m->spawned->command_job);
+		break;
+	case TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_KILLED:
+		if (!sessions_on_killed(&L->sessions, m->killed->job, m->killed->processes,
+					m->killed->leader_ignores_sigint))
+			jobs_on_killed(&L->jobs, m->killed->job, m->killed->processes);
 		break;
 	case TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_EXITED:
 		if (!sessions_on_exited(&L->sessions, m->exited->job, m->exited->wait_status))

@@ -199,6 +199,7 @@ int order_spawn(struct order_link *o, const struct spawn_order *s, char *failure
 	sp.n_groups = s->ngroups;
 	sp.groups = (uint32_t *)s->groups;
 	sp.controlling_tty = s->controlling_tty;
+	sp.caller_pid = s->caller_pid;
 	if (s->file && s->file->path[0]) {
 		checked.path.data = (uint8_t *)s->file->path;
 		checked.path.len = strlen(s->file->path);
@@ -219,14 +220,16 @@ int order_spawn(struct order_link *o, const struct spawn_order *s, char *failure
 /* ------------------------------------------------------------------ */
 /* The small orders                                                    */
 
-void order_kill(struct order_link *o, uint64_t job, int signo, bool whole_session)
+void order_kill(struct order_link *o, uint64_t job, int signo, enum kill_reach reach)
 {
 	Toolrun__Launcher__Kill k = TOOLRUN__LAUNCHER__KILL__INIT;
 	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
 
 	k.job = job;
 	k.signo = signo;
-	k.whole_session = whole_session;
+	k.whole_tree = reach != KILL_GROUP;
+	k.spare_leader = reach == KILL_BELOW;
+	k.report = reach != KILL_GROUP;
 	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_KILL;
 	m.kill = &k;
 	order_send(o, &m, NULL, 0);

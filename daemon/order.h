@@ -67,6 +67,7 @@ struct spawn_order {
 	unsigned ntargets;
 	const struct tool_file *file;    /* the file the policy checked, or NULL */
 	bool controlling_tty;            /* fd 0 is a session's terminal */
+	pid_t caller_pid;                /* who asked (a tool: which command it is in) */
 };
 
 /* Build a Spawn and send it, if the launcher will take it (order_check):
@@ -74,8 +75,15 @@ struct spawn_order {
  * and the fds still the caller's. */
 int order_spawn(struct order_link *o, const struct spawn_order *s, char *failure,
 		size_t len);
-/* whole_session: a command's whole tree, not only its process group. */
-void order_kill(struct order_link *o, uint64_t job, int signo, bool whole_session);
+/* What a Kill reaches. */
+enum kill_reach {
+	KILL_GROUP, /* the program's process group (a signal a client forwards) */
+	KILL_TREE,  /* a command's: its group and every process below it */
+	KILL_BELOW, /* a session's: every process below its bash, not the bash */
+};
+/* KILL_TREE and KILL_BELOW are answered with Killed (jobs_on_killed,
+ * sessions_on_killed). */
+void order_kill(struct order_link *o, uint64_t job, int signo, enum kill_reach reach);
 void order_release(struct order_link *o, uint64_t job);
 /* Does a process outside the job still hold its stdin open for writing? */
 void order_check_input(struct order_link *o, uint64_t job);

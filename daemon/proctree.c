@@ -13,14 +13,15 @@
 
 #include "util.h"
 
-/* SIGKILL scans repeated at most this often: each one kills what the
- * last one missed (a child forked while it ran), and a process that is
- * killed can fork no more, so a few suffice. */
-#define KILL_PASSES 8
+/* A tree's passes: each one after the first finds only what the
+ * processes stopped by the last one forked meanwhile, so this many is
+ * reached only by a tree that forks faster than it is stopped. */
+#define KILL_TREE_PASSES 64
 
 /* What /proc/PID/stat says of a process, as far as we need it. */
 struct stat_line {
 	char state;
+	pid_t ppid;
 	pid_t session;
 };
 
@@ -67,6 +68,7 @@ static int parse_stat(const char *line, struct stat_line *out)
 	if (!p || sscanf(p + 1, " %c %d %d %d", &state, &ppid, &pgrp, &session) != 4)
 		return -EPROTO;
 	out->state = state;
+	out->ppid = ppid;
 	out->session = session;
 	return 0;
 }
@@ -99,42 +101,207 @@ static DIR *open_proc(int *proc)
 	return d;
 }
 
-/* One pass over /proc: signal each live process of session sid. */
-static int kill_pass(pid_t sid, int signo)
+/* ------------------------------------------------------------------ */
+/* A process and everything below it                                  */
+
+/* One live process of a snapshot of /proc. */
+struct proc_entry {
+	pid_t pid, ppid, session;
+};
+
+/* The live processes of /proc, but the caller. Returns how many (in
+ * *out, to be freed), or -errno. */
+static ssize_t snapshot(struct proc_entry **out)
 {
 	int proc;
 	DIR *d = open_proc(&proc);
 	if (!d)
 		return -errno;
-
 	pid_t self = getpid();
-	int count = 0;
+	struct proc_entry *v = NULL;
+	size_t n = 0, cap = 0;
+	ssize_t r = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		struct stat_line st;
 		pid_t pid = entry_pid(e->d_name);
-		if (pid == 0 || pid == self || read_stat(proc, pid, &st) < 0)
+		if (pid == 0 || pid == self || read_stat(proc, pid, &st) < 0 || is_dead(st.state))
 			continue;
-		if (st.session != sid || is_dead(st.state))
-			continue;
-		if (kill(pid, signo) == 0)
-			count++;
+		if (n == cap) {
+			size_t grown = cap ? 2 * cap : 256;
+			struct proc_entry *w = realloc(v, grown * sizeof(*v));
+			if (!w) {
+				r = -ENOMEM;
+				break;
+			}
+			v = w;
+			cap = grown;
+		}
+		v[n++] = (struct proc_entry){pid, st.ppid, st.session};
 	}
 	closedir(d);
 	close(proc);
+	if (r < 0) {
+		free(v);
+		return r;
+	}
+	*out = v;
+	return (ssize_t)n;
+}
+
+static bool listed(pid_t pid, const pid_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == pid)
+			return true;
+	return false;
+}
+
+/*
+ * Mark in below[] (one flag per entry) every process of the snapshot
+ * below root: its children, theirs, and so on, and the members of the
+ * session root leads. Parents come in any order in /proc, so the pass is
+ * repeated until it marks nothing new (at most the tree's depth).
+ */
+static void mark_below(const struct proc_entry *v, size_t n, pid_t root, bool *below)
+{
+	bool grew = true;
+
+	for (size_t i = 0; i < n; i++)
+		below[i] = v[i].pid != root && (v[i].ppid == root || v[i].session == root);
+	while (grew) {
+		grew = false;
+		for (size_t i = 0; i < n; i++) {
+			if (below[i] || v[i].pid == root)
+				continue;
+			for (size_t k = 0; k < n && !below[i]; k++)
+				if (below[k] && v[k].pid == v[i].ppid)
+					below[i] = grew = true;
+		}
+	}
+}
+
+/* The pids a tree kill has reached, each once. */
+struct reached {
+	pid_t *v;
+	size_t n, cap;
+};
+
+static bool reach(struct reached *r, pid_t pid)
+{
+	if (r->n == r->cap) {
+		size_t grown = r->cap ? 2 * r->cap : 64;
+		pid_t *w = realloc(r->v, grown * sizeof(*w));
+		if (!w)
+			return false;
+		r->v = w;
+		r->cap = grown;
+	}
+	r->v[r->n++] = pid;
+	return true;
+}
+
+/* One pass: signal what is below root and not reached yet; add it to
+ * the reached. Returns how many it signalled, or -errno. */
+static int tree_pass(pid_t root, int signo, struct reached *done)
+{
+	struct proc_entry *v = NULL;
+	ssize_t n = snapshot(&v);
+	if (n < 0)
+		return (int)n;
+	bool *below = calloc((size_t)n + 1, sizeof(*below));
+	if (!below) {
+		free(v);
+		return -ENOMEM;
+	}
+	mark_below(v, (size_t)n, root, below);
+	int count = 0;
+	for (ssize_t i = 0; i < n; i++) {
+		if (!below[i] || listed(v[i].pid, done->v, done->n))
+			continue;
+		if (kill(v[i].pid, signo) == 0 && reach(done, v[i].pid))
+			count++;
+	}
+	free(below);
+	free(v);
 	return count;
 }
 
-int proctree_kill_session(pid_t sid, int signo)
+/*
+ * SIGKILL: freeze the tree first (SIGSTOP, root first, then pass after
+ * pass until one finds nothing new: a stopped process forks no more, and
+ * the children of stopped ones are found by the next pass), then kill
+ * every process reached, root last. A root killed first would hand its
+ * children to init; one left running would go on with its script (the
+ * `echo` after the `sleep` that was killed) before it is killed.
+ */
+static int kill_frozen(pid_t root, bool with_root, struct reached *done)
 {
-	if (sid <= 0)
+	int r = 0;
+
+	if (with_root)
+		kill(root, SIGSTOP);
+	for (int i = 0; i < KILL_TREE_PASSES; i++) {
+		r = tree_pass(root, SIGSTOP, done);
+		if (r <= 0)
+			break;
+	}
+	for (size_t i = 0; i < done->n; i++)
+		kill(done->v[i], SIGKILL);
+	return r;
+}
+
+int proctree_kill_tree(pid_t root, int signo, bool with_root)
+{
+	if (root <= 0)
 		return -EINVAL;
-	int first = kill_pass(sid, signo);
-	if (first <= 0 || signo != SIGKILL)
-		return first;
-	for (int i = 1, n = first; i < KILL_PASSES && n > 0; i++)
-		n = kill_pass(sid, signo);
-	return first;
+	struct reached done = {0};
+	int r = signo == SIGKILL ? kill_frozen(root, with_root, &done)
+				 : tree_pass(root, signo, &done);
+	int count = (int)done.n;
+	free(done.v);
+	if (r < 0 && count == 0)
+		return r;
+	if (with_root)
+		kill(root, signo);
+	return count;
+}
+
+int proctree_command_of(pid_t pid, const pid_t *roots, size_t nroots)
+{
+	int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (proc < 0)
+		return -1;
+	/* Its session first: a command leads one, and most of its processes
+	 * stay in it. Then up the parents, as far as a command or init. */
+	int found = -1;
+	struct stat_line st;
+	for (int depth = 0; found < 0 && pid > 1 && depth < 256; depth++) {
+		if (read_stat(proc, pid, &st) < 0)
+			break;
+		for (size_t i = 0; i < nroots && found < 0; i++)
+			if (roots[i] == pid || (depth == 0 && roots[i] == st.session))
+				found = (int)i;
+		pid = st.ppid;
+	}
+	close(proc);
+	return found;
+}
+
+bool proctree_ignores(pid_t pid, int signo)
+{
+	char path[32], buf[2048];
+	int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (proc < 0)
+		return false;
+	snprintf(path, sizeof(path), "%d/status", (int)pid);
+	ssize_t n = read_small(proc, path, buf, sizeof(buf));
+	close(proc);
+	const char *line = n > 0 ? strstr(buf, "\nSigIgn:") : NULL;
+	if (!line)
+		return false;
+	unsigned long long mask = strtoull(line + strlen("\nSigIgn:"), NULL, 16);
+	return signo >= 1 && signo <= 64 && (mask >> (signo - 1) & 1);
 }
 
 /* Whether /proc/PID/fdinfo/FD says the fd is open for writing. */

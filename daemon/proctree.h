@@ -1,6 +1,6 @@
 /*
- * Processes seen through /proc: the launcher's view of a job's session
- * and of who still feeds a job's stdin.
+ * Processes seen through /proc: the launcher's view of a job's tree,
+ * of who still feeds a job's stdin, and of which command a caller runs in.
  *
  * Only the launcher uses this (the listener may not open files). Every
  * scan is a snapshot of a moving system: a process that exits during it
@@ -14,15 +14,29 @@
 #include <sys/types.h>
 
 /*
- * Send signo to every live process whose session id is sid (the session
- * a job's program leads: its pid), whatever its process group. The
- * calling process is never signalled. With SIGKILL the scan is repeated
- * while it finds processes, so that children forked during a scan go
- * too (a bounded number of times).
- * Returns how many processes the first scan signalled, or -errno when
- * /proc cannot be read (-EINVAL for sid <= 0).
+ * Send signo to every live process below root: its children, theirs,
+ * and so on, and the members of the session root leads, whatever their
+ * process group or session; then, with_root, to root itself. An agent
+ * command's first process is a subreaper (PR_SET_CHILD_SUBREAPER), so
+ * what its tree orphans (`setsid -f`, a double fork) comes up to it
+ * rather than to init, and stays below it. With SIGKILL the tree is
+ * first stopped (SIGSTOP, scan after scan until one finds nothing new),
+ * then killed, root last, so that nothing a victim forked escapes and
+ * the root does not go on running its script meanwhile. Returns how many processes
+ * below root were signalled, or -errno when /proc cannot be read
+ * (-EINVAL for root <= 0).
  */
-int proctree_kill_session(pid_t sid, int signo);
+int proctree_kill_tree(pid_t root, int signo, bool with_root);
+
+/*
+ * Which of roots (the first processes of running agent commands and
+ * sessions) process pid runs below: its own session's leader, or an
+ * ancestor. Returns the index in roots, or -1 (none, or pid is gone).
+ */
+int proctree_command_of(pid_t pid, const pid_t *roots, size_t nroots);
+
+/* Whether process pid ignores signo (SIG_IGN, from /proc/PID/status). */
+bool proctree_ignores(pid_t pid, int signo);
 
 /*
  * Whether a process outside session exclude_sid (and other than the

@@ -2,7 +2,7 @@
  * Sessions: the calls, a command's life in its session, and the answers.
  *
  *   sessions_call     NEW (sessionstart.c), RUN, READ, WRITE, INTERRUPT,
- *                     CLOSE, LIST
+ *                     KILL, CLOSE, LIST
  *   session_wait      a call that waits: answered when the command ends,
  *                     when it waits for input, or at the call's timeout
  *   on_status         the status pipe: the command ended
@@ -464,23 +464,69 @@ static void session_write(struct session *s, struct session_peer *p,
 	session_wait(s, p, c->timeout_ms);
 }
 
-static void session_interrupt(struct session *s, struct session_peer *p,
-			      const Toolrun__SessionCall *c)
+/* SIGINT to the running command, as Ctrl-C at a prompt. */
+static void interrupt_command(struct session *s)
 {
 	static const uint8_t ctrl_c = 0x03;
 
-	if (current_job(s)) {
-		/* The terminal turns Ctrl-C into SIGINT for its foreground
-		 * process group, unless the program reads it raw; without
-		 * one, bash and its foreground programs share a group. */
-		if (s->tty)
-			(void)!write(s->in_fd, &ctrl_c, 1);
-		else
-			order_kill(s->S->J->orders, s->job_id, SIGINT, false);
+	/* The terminal turns Ctrl-C into SIGINT for its foreground process
+	 * group, unless the program reads it raw; without one, bash and its
+	 * foreground programs share a group. */
+	if (s->tty)
+		(void)!write(s->in_fd, &ctrl_c, 1);
+	else
+		order_kill(s->S->J->orders, s->job_id, SIGINT, KILL_GROUP);
+	s->waiting_input = false;
+	s->input_at_ms = monotonic_ms();
+}
+
+static void session_interrupt(struct session *s, struct session_peer *p,
+			      const Toolrun__SessionCall *c)
+{
+	if (current_job(s))
+		interrupt_command(s);
+	session_wait(s, p, c->timeout_ms);
+}
+
+/* KILL: the signal to every process below the bash; the launcher's
+ * answer (sessions_on_killed) says whether there was any. */
+static void session_kill(struct session *s, struct session_peer *p,
+			 const Toolrun__SessionCall *c)
+{
+	if (current_job(s) && !s->killing) {
+		s->killing = true;
+		order_kill(s->S->J->orders, s->job_id, c->signal ? c->signal : SIGKILL,
+			   KILL_BELOW);
 		s->waiting_input = false;
 		s->input_at_ms = monotonic_ms();
 	}
 	session_wait(s, p, c->timeout_ms);
+}
+
+static void session_kill_shell(struct session *s, const char *why);
+
+bool sessions_on_killed(struct sessions *S, uint64_t id, unsigned processes,
+			bool shell_ignores_sigint)
+{
+	struct session *s = session_by_job(S, id);
+
+	if (!s)
+		return false;
+	if (!s->killing)
+		return true; /* the answer to a close's Kill */
+	s->killing = false;
+	if (!current_job(s) || processes > 0 || s->phase != SESSION_READY)
+		return true;
+	/* No process below the bash: the command runs in the bash itself
+	 * (builtins, a loop), where only an interrupt reaches it. */
+	if (!shell_ignores_sigint) {
+		interrupt_command(s);
+		return true;
+	}
+	session_kill_shell(s, "the command ran in the shell itself, with no process below it, "
+			      "and the shell ignores SIGINT (trap '' INT): only killing the shell "
+			      "could stop it, and the session ended with it");
+	return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -504,7 +550,16 @@ void session_close(struct session *s, const char *why)
 		return;
 	}
 	s->phase = SESSION_CLOSING;
-	order_kill(s->S->J->orders, s->job_id, SIGHUP, true);
+	order_kill(s->S->J->orders, s->job_id, SIGHUP, KILL_TREE);
+	timer_arm(s->S->J->loop, &s->idle_timer, CLOSE_GRACE_MS, on_close_grace, s);
+}
+
+/* End the session now: SIGKILL to its bash and everything below it. */
+static void session_kill_shell(struct session *s, const char *why)
+{
+	snprintf(s->end_reason, sizeof(s->end_reason), "%s", why);
+	s->phase = SESSION_CLOSING;
+	order_kill(s->S->J->orders, s->job_id, SIGKILL, KILL_TREE);
 	timer_arm(s->S->J->loop, &s->idle_timer, CLOSE_GRACE_MS, on_close_grace, s);
 }
 
@@ -684,6 +739,9 @@ void sessions_call(struct sessions *S, struct session_peer *p, const Toolrun__Se
 		return;
 	case TOOLRUN__SESSION_OP__SESSION_OP_INTERRUPT:
 		session_interrupt(s, p, c);
+		return;
+	case TOOLRUN__SESSION_OP__SESSION_OP_KILL:
+		session_kill(s, p, c);
 		return;
 	case TOOLRUN__SESSION_OP__SESSION_OP_CLOSE:
 		session_close_call(s, p);

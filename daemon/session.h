@@ -106,6 +106,7 @@ struct session {
 	uint64_t commands;      /* commands started */
 	bool waiting_input;     /* as the last look saw it */
 	bool checking;          /* CheckWaiting sent, not answered */
+	bool killing;           /* KILL's Kill sent, its Killed not come */
 	int64_t input_at_ms;    /* the last input sent (monotonic) */
 	struct session_pending pending[2];
 	bool done_unread;       /* a command ended, and no reply said so yet */
@@ -149,6 +150,10 @@ bool sessions_on_exited(struct sessions *S, uint64_t id, int wait_status);
 /* The launcher's PtyOpened: master and slave, or err. */
 bool sessions_on_pty(struct sessions *S, uint64_t id, int err, int master, int slave);
 bool sessions_on_waiting(struct sessions *S, uint64_t id, bool waiting, bool unknown);
+/* The answer to a KILL's Kill: processes below the bash it signalled, and
+ * whether the bash ignores SIGINT. */
+bool sessions_on_killed(struct sessions *S, uint64_t id, unsigned processes,
+			bool shell_ignores_sigint);
 
 /* ------------------------------------------------------------------ */
 /* Between session.c and sessionstart.c                                */

@@ -168,3 +168,48 @@ is_sleep3004() {
 	# Every process of the command's session is gone.
 	wait_for 30 bash -c "! pgrep -x -f 'sleep 300[123]' >/dev/null"
 }
+
+@test "22-commands-timeout-escaped: command_timeout also ends what left the command's session" {
+	tr_write_config "$TOOLRUN_CONFIG" "command_timeout = 2" "spill_dir = $BATS_FILE_TMPDIR/spill"
+	"$TR_CLI" reload
+	# setsid -f: a new session, its parent gone; nohup; a double fork.
+	run tr_agent 'setsid -f sleep 3021; nohup sleep 3022 >/dev/null 2>&1 & ( (sleep 3023 &) & ); sleep 3024'
+	tr_write_config "$TOOLRUN_CONFIG" "spill_dir = $BATS_FILE_TMPDIR/spill" "[tool.tail]" "timeout = 2"
+	"$TR_CLI" reload
+	[ "$status" -eq 124 ]
+	# The line says what was killed and how to run longer work (bash
+	# execs the last sleep: the three others are below it).
+	[[ "$output" == *"toolrun: the command timed out after 2 s (command_timeout) and was killed, with the 3 other processes running below it; for longer work, use a session"* ]]
+	wait_for 30 bash -c "! pgrep -x -f 'sleep 302[1234]' >/dev/null"
+}
+
+@test "22-commands-tool-follows-command: a tool without a timeout of its own runs as long as the command" {
+	# The global timeout is 1 s; tail has no section here. coreutils'
+	# timeout (not listed) ends it after 4 s, as it would directly.
+	tr_write_config "$TOOLRUN_CONFIG" "spill_dir = $BATS_FILE_TMPDIR/spill"
+	sed -i 's/^timeout = .*/timeout = 1/' "$TOOLRUN_CONFIG"
+	"$TR_CLI" reload
+	run tr_agent "timeout 4 tail -f $TR_DIR/seq </dev/null >/dev/null; echo status \$?"
+	tr_write_config "$TOOLRUN_CONFIG" "spill_dir = $BATS_FILE_TMPDIR/spill" "[tool.tail]" "timeout = 2"
+	"$TR_CLI" reload
+	[ "$status" -eq 0 ]
+	[ "$output" = "status 124" ]
+}
+
+@test "22-commands-audit-link: a tool's command is the one it runs in, whatever its environment says" {
+	: >"$TR_DIR/audit.jsonl"
+	run tr_agent 'TOOLRUN_COMMAND=424242 cat /etc/hostname >/dev/null; echo done'
+	[ "$output" = done ]
+	wait_for 30 grep -qF '"kind":"command"' "$TR_DIR/audit.jsonl"
+	command_job=$(grep -F '"kind":"command"' "$TR_DIR/audit.jsonl" | tail -n 1 |
+		sed -n 's/.*"job":\([0-9]*\).*/\1/p')
+	tool=$(grep -F '"argv":["cat","/etc/hostname"]' "$TR_DIR/audit.jsonl" | tail -n 1)
+	[ -n "$command_job" ]
+	[[ "$tool" == *"\"command_job\":$command_job"[,}]* ]]
+	[[ "$tool" != *424242* ]]
+	# Outside any command, the claim links to nothing.
+	TOOLRUN_COMMAND=424242 tr_bash 'cat /etc/hostname >/dev/null'
+	wait_for 30 bash -c "[ \$(grep -cF '\"argv\":[\"cat\",\"/etc/hostname\"]' '$TR_DIR/audit.jsonl') -eq 2 ]"
+	tool=$(grep -F '"argv":["cat","/etc/hostname"]' "$TR_DIR/audit.jsonl" | tail -n 1)
+	[[ "$tool" != *command_job* ]]
+}

@@ -1,7 +1,8 @@
 /*
  * The launcher driven over its socketpair, as the listener drives it:
- * Spawn, CheckInput, Kill with whole_session, Release of an agent
- * command whose leader is gone, and OpenSpill with its fd.
+ * Spawn, CheckInput, Kill of a command's whole tree (what left its
+ * session included), Release of an agent command whose leader is gone,
+ * and OpenSpill with its fd.
  *
  * The program it runs is this test itself in helper mode: it starts a
  * child in a process group of its own (a shell's background job), prints
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,8 +37,33 @@
 
 /* ───────────────────────── helper mode ───────────────────────── */
 
+/* "escape": a double fork into a session of its own, as `setsid -f`
+ * does; the grandchild prints its pid, its parent is gone. */
+static NORETURN void escape(void)
+{
+	pid_t mid = fork();
+	if (mid < 0)
+		_exit(1);
+	if (mid == 0) {
+		pid_t g = fork();
+		if (g == 0) {
+			setsid();
+			printf("%d\n", (int)getpid());
+			fflush(stdout);
+			for (;;)
+				pause();
+		}
+		_exit(g < 0);
+	}
+	waitpid(mid, NULL, 0);
+	for (;;)
+		pause();
+}
+
 static NORETURN void helper(const char *then)
 {
+	if (strcmp(then, "escape") == 0)
+		escape();
 	pid_t pid = fork();
 	if (pid < 0)
 		_exit(1);
@@ -191,17 +218,55 @@ static bool check_input(struct env *e, uint64_t job)
 	return running;
 }
 
-static void kill_job(struct env *e, uint64_t job, int signo, bool whole_session)
+/* A Kill of the job's whole tree; returns how many processes below its
+ * program the launcher says it signalled (Killed). */
+static unsigned kill_tree(struct env *e, uint64_t job, int signo)
 {
 	Toolrun__Launcher__Kill k = TOOLRUN__LAUNCHER__KILL__INIT;
 	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
 
 	k.job = job;
 	k.signo = signo;
-	k.whole_session = whole_session;
+	k.whole_tree = true;
+	k.report = true;
 	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_KILL;
 	m.kill = &k;
 	send_order(e, &m, NULL, 0);
+	Toolrun__Launcher__FromLauncher *r = expect(e, TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_KILLED);
+	assert_int_equal(r->killed->job, job);
+	unsigned n = r->killed->processes;
+	toolrun__launcher__from_launcher__free_unpacked(r, NULL);
+	return n;
+}
+
+/* The parent pid /proc says pid has. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], line[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	char state;
+	int ppid = 0;
+	assert_int_equal(sscanf(strrchr(line, ')') + 1, " %c %d", &state, &ppid), 2);
+	return (pid_t)ppid;
+}
+
+/* End of file on fd within a generous bound: every holder is gone. */
+static void expect_eof_soon(int fd)
+{
+	char buf[64];
+	for (;;) {
+		struct pollfd p = {fd, POLLIN, 0};
+		int r = poll(&p, 1, 60 * 1000);
+		assert_true(r == 1); /* a holder left behind: no end of file */
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n == 0)
+			return;
+		assert_true(n > 0 || errno == EINTR);
+	}
 }
 
 static void release(struct env *e, uint64_t job)
@@ -285,7 +350,7 @@ static void test_check_input_sees_the_writer_of_stdin(void **state)
 	assert_false(check_input(e, 77));
 
 	/* Its background child too, or the launcher would wait for it. */
-	kill_job(e, 1, SIGKILL, true);
+	kill_tree(e, 1, SIGKILL);
 	wait_for_eof(out);
 	int status = expect_exited(e, 1);
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
@@ -304,7 +369,7 @@ static void test_kill_whole_session_reaches_other_process_groups(void **state)
 	assert_int_equal(getsid(bg), pid);
 	assert_int_equal(getpgid(bg), bg);
 
-	kill_job(e, 2, SIGKILL, true);
+	assert_int_equal(kill_tree(e, 2, SIGKILL), 1);
 	/* Both held the pipe: end of file once both are gone. */
 	wait_for_eof(out);
 	int status = expect_exited(e, 2);
@@ -334,6 +399,28 @@ static void test_a_command_that_ended_leaves_its_background_running(void **state
 	assert_int_equal(kill(bg, 0), 0);
 	kill(bg, SIGKILL);
 	wait_for_eof(out);
+	close(in);
+	close(out);
+}
+
+/* `setsid -f` in a command: the process leaves its session and its
+ * parent; the command's first process adopts it (a subreaper), and the
+ * whole-tree kill finds it there. */
+static void test_kill_tree_reaches_what_left_the_session(void **state)
+{
+	struct env *e = *state;
+	int in, out;
+
+	pid_t pid = spawn_helper(e, 4, "escape", true, &in, &out);
+	pid_t escaped = read_pid(out);
+	assert_int_equal(getsid(escaped), escaped);
+	assert_int_equal(parent_of(escaped), pid);
+
+	assert_int_equal(kill_tree(e, 4, SIGKILL), 1);
+	expect_eof_soon(out);
+	int status = expect_exited(e, 4);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	release(e, 4);
 	close(in);
 	close(out);
 }
@@ -399,6 +486,7 @@ int main(int argc, char **argv)
 		T(test_check_input_sees_the_writer_of_stdin),
 		T(test_kill_whole_session_reaches_other_process_groups),
 		T(test_a_command_that_ended_leaves_its_background_running),
+		T(test_kill_tree_reaches_what_left_the_session),
 		T(test_open_spill_hands_over_the_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -129,7 +129,7 @@ static bool alive(pid_t pid)
 	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }
 
-/* ───────────────────────── session kill ───────────────────────── */
+/* ───────────────────────── tree kill ───────────────────────── */
 
 static pid_t new_session(void *arg)
 {
@@ -161,7 +161,30 @@ static pid_t session_with_other_group(void *arg)
 	return pid;
 }
 
-static void test_session_kill_reaches_other_process_groups(void **state)
+/* In a new session: a child that leaves it (setsid, as `setsid -f` or a
+ * daemon does); reports that child's pid. */
+static pid_t session_with_escapee(void *arg)
+{
+	int ready[2];
+	(void)arg;
+
+	setsid();
+	if (pipe(ready) < 0)
+		_exit(1);
+	pid_t pid = fork();
+	if (pid == 0) {
+		setsid();
+		close(ready[0]);
+		close(ready[1]);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	wait_for_eof(ready[0]);
+	return pid;
+}
+
+static void test_tree_kill_reaches_other_process_groups(void **state)
 {
 	(void)state;
 	struct child leader = start_child(session_with_other_group, NULL, NULL);
@@ -173,7 +196,7 @@ static void test_session_kill_reaches_other_process_groups(void **state)
 	assert_int_equal(getsid(member), leader.pid);
 	assert_int_not_equal(getpgid(member), leader.pid);
 
-	assert_int_equal(proctree_kill_session(leader.pid, SIGTERM), 2);
+	assert_int_equal(proctree_kill_tree(leader.pid, SIGTERM, true), 1);
 
 	int status = end_child(&leader);
 	assert_true(WIFSIGNALED(status));
@@ -188,30 +211,48 @@ static void test_session_kill_reaches_other_process_groups(void **state)
 	assert_true(WIFEXITED(status));
 }
 
-static void test_session_kill_with_sigkill_ends_the_whole_tree(void **state)
+static void test_tree_kill_with_sigkill_ends_the_whole_tree(void **state)
 {
 	(void)state;
 	struct child leader = start_child(session_with_other_group, NULL, NULL);
 	pid_t member = child_ready(&leader);
 	int status;
 
-	assert_int_equal(proctree_kill_session(leader.pid, SIGKILL), 2);
+	assert_int_equal(proctree_kill_tree(leader.pid, SIGKILL, true), 1);
 	status = end_child(&leader);
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	assert_int_equal(waitpid(member, &status, 0), member);
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	/* Nothing is left of it. */
-	assert_int_equal(proctree_kill_session(leader.pid, SIGKILL), 0);
+	assert_int_equal(proctree_kill_tree(leader.pid, SIGKILL, false), 0);
 }
 
-static void test_session_kill_never_signals_the_caller(void **state)
+/* A child that left the session is still below its parent: found by
+ * its parent, not by its session, and the spared root lives on. */
+static void test_tree_kill_reaches_what_left_the_session(void **state)
 {
 	(void)state;
-	/* Our own session: everything but us would be signalled, so ask
-	 * with signal 0, which only checks. */
-	assert_true(proctree_kill_session(getsid(0), 0) >= 0);
-	assert_int_equal(proctree_kill_session(0, SIGKILL), -EINVAL);
-	assert_int_equal(proctree_kill_session(-1, SIGKILL), -EINVAL);
+	struct child leader = start_child(session_with_escapee, NULL, NULL);
+	pid_t escapee = child_ready(&leader);
+	int status;
+
+	assert_int_equal(getsid(escapee), escapee);
+	assert_int_equal(proctree_kill_tree(leader.pid, SIGKILL, false), 1);
+	assert_true(alive(leader.pid));
+	status = end_child(&leader);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(waitpid(escapee, &status, 0), escapee);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+static void test_tree_kill_never_signals_the_caller(void **state)
+{
+	(void)state;
+	/* Below our own parent: we would be signalled, so ask with signal
+	 * 0, which only checks. */
+	assert_true(proctree_kill_tree(getppid(), 0, false) >= 0);
+	assert_int_equal(proctree_kill_tree(0, SIGKILL, false), -EINVAL);
+	assert_int_equal(proctree_kill_tree(-1, SIGKILL, false), -EINVAL);
 }
 
 /* ───────────────────────── pipe writers ───────────────────────── */
@@ -520,9 +561,10 @@ static void test_reader_in_a_session_given_along_is_waiting(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_session_kill_reaches_other_process_groups),
-		cmocka_unit_test(test_session_kill_with_sigkill_ends_the_whole_tree),
-		cmocka_unit_test(test_session_kill_never_signals_the_caller),
+		cmocka_unit_test(test_tree_kill_reaches_other_process_groups),
+		cmocka_unit_test(test_tree_kill_with_sigkill_ends_the_whole_tree),
+		cmocka_unit_test(test_tree_kill_reaches_what_left_the_session),
+		cmocka_unit_test(test_tree_kill_never_signals_the_caller),
 		cmocka_unit_test(test_pipe_with_a_live_writer_has_a_writer),
 		cmocka_unit_test(test_pipe_with_only_readers_has_no_writer),
 		cmocka_unit_test(test_fifo_opened_for_reading_and_writing_is_a_writer),
