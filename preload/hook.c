@@ -80,7 +80,8 @@ static void before_fork(void)
 /* Loading the library costs one atfork registration and a few getenv,
  * and nothing else: no file is read until the process forks or execs.
  * Only the first process of a tree does more: it hands itself to toolrund
- * as an agent command (command.h), or declares the agent's streams. */
+ * as an agent command, or declares which of its streams reach the agent
+ * (command.h). */
 __attribute__((constructor)) static void preload_init(void)
 {
 	const char *cfg = getenv("TOOLRUN_CONFIG");
@@ -89,10 +90,8 @@ __attribute__((constructor)) static void preload_init(void)
 	if (len < sizeof(preload_ctx.inherited_config))
 		memcpy(preload_ctx.inherited_config, cfg ? cfg : "", len + 1);
 	nested_hide(&preload_ctx.nested);
-	if (!preload_ctx.nested.active && sink_first_of_tree()) {
-		command_take_over();
-		sink_declare_own();
-	}
+	if (!preload_ctx.nested.active && sink_first_of_tree())
+		command_first_of_tree();
 	pthread_atfork(before_fork, NULL, NULL);
 }
 

@@ -148,12 +148,28 @@ static void own_identity(int fd, char *buf, size_t len)
 	sbuf_add_u64(&sb, (uint64_t)st.st_ino);
 }
 
+/* TOOLRUN_DIRECT names the pid of a first process that declared nothing:
+ * a program it execs in its place (`env X=1 bash -lc ...`, same pid) is
+ * still the first of the tree and decides again; its children are not. */
+static bool declared_by_this_pid(void)
+{
+	const char *v = getenv("TOOLRUN_DIRECT");
+	char *end;
+
+	if (!v || !*v)
+		return false;
+	long pid = strtol(v, &end, 10);
+	return *end == '\0' && pid == (long)getpid();
+}
+
 bool sink_first_of_tree(void)
 {
 	const char *off = getenv("TOOLRUN");
 
-	return !getenv("TOOLRUN_AGENT_STDOUT") && !getenv("TOOLRUN_AGENT_STDERR") &&
-	       !(off && strcmp(off, "off") == 0);
+	if (off && strcmp(off, "off") == 0)
+		return false;
+	return (!getenv("TOOLRUN_AGENT_STDOUT") && !getenv("TOOLRUN_AGENT_STDERR")) ||
+	       declared_by_this_pid();
 }
 
 void sink_declare_own(void)
@@ -162,6 +178,20 @@ void sink_declare_own(void)
 
 	own_identity(STDOUT_FILENO, out, sizeof(out));
 	own_identity(STDERR_FILENO, err, sizeof(err));
-	setenv("TOOLRUN_AGENT_STDOUT", out, 0);
-	setenv("TOOLRUN_AGENT_STDERR", err, 0);
+	/* An exec of a direct program's (TOOLRUN_DIRECT) decides anew. */
+	int replace = declared_by_this_pid();
+	unsetenv("TOOLRUN_DIRECT");
+	setenv("TOOLRUN_AGENT_STDOUT", out, replace);
+	setenv("TOOLRUN_AGENT_STDERR", err, replace);
+}
+
+void sink_declare_none(void)
+{
+	char pid[24];
+	struct sbuf sb = SBUF_INIT(pid);
+
+	sbuf_add_i64(&sb, (int64_t)getpid());
+	setenv("TOOLRUN_AGENT_STDOUT", "", 1);
+	setenv("TOOLRUN_AGENT_STDERR", "", 1);
+	setenv("TOOLRUN_DIRECT", pid, 1);
 }

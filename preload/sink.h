@@ -47,12 +47,19 @@ void sink_decide_command(struct sink_decision *out);
  * with_tty. */
 bool sink_reaches_agent(int fd, bool with_tty);
 
-/* Is this process the first of its tree: no declaration inherited, and
- * toolrun not off? Three environment lookups. */
+/* Is this process the first of its tree: no declaration inherited (or
+ * one made by this very pid before an exec, TOOLRUN_DIRECT), and toolrun
+ * not off? A few environment lookups. */
 bool sink_first_of_tree(void);
 
 /* In the library's constructor of the first process of a tree that is not
  * below toolrund: declare its own stdout and stderr. */
 void sink_declare_own(void);
+
+/* The first process of a tree is a harness's plumbing (command.h):
+ * declare that nothing below it reaches the agent (both variables empty),
+ * and TOOLRUN_DIRECT=<its pid>, so that a program it execs in its place
+ * decides again. */
+void sink_declare_none(void);
 
 #endif

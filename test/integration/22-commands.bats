@@ -213,3 +213,55 @@ is_sleep3004() {
 	tool=$(grep -F '"argv":["cat","/etc/hostname"]' "$TR_DIR/audit.jsonl" | tail -n 1)
 	[[ "$tool" != *command_job* ]]
 }
+
+# A program run directly, as `docker exec BOX PROGRAM` runs it: the first
+# process of its tree to have the library, its stdout a pipe.
+tr_direct() {
+	env -u TOOLRUN_AGENT_STDOUT -u TOOLRUN_AGENT_STDERR -u TOOLRUN_DIRECT -u BASH_ENV \
+		LD_PRELOAD="$TR_LIB" TR_MARK="$TR_MARK" TOOLRUN_CONFIG="$TOOLRUN_CONFIG" "$@"
+}
+
+@test "22-commands-direct: a program run directly is the harness's: every byte, below it too" {
+	n=$(tr_job_count)
+	# Its own output, into a pipe.
+	[ "$(tr_direct seq 1 100000 | cksum)" = "$(seq 1 100000 | cksum)" ]
+	[ "$(tr_direct cat "$TR_DIR/seq" | cksum)" = "$(cksum <"$TR_DIR/seq")" ]
+	# A listed tool below it, writing to its stdout; and a shell command
+	# string a program below it runs (make's recipes, subprocess).
+	[ "$(tr_direct find "$TR_DIR/seq" -exec cat {} \; | cksum)" = "$(cksum <"$TR_DIR/seq")" ]
+	[ "$(tr_direct python3 -c 'import subprocess; subprocess.run(["sh", "-c", "seq 1 100000"])' | cksum)" = \
+		"$(seq 1 100000 | cksum)" ]
+	# None of them was a command.
+	[ -z "$(commands_since "$n")" ]
+}
+
+@test "22-commands-shell-string: a shell given a command string is the agent's command" {
+	for shell in "bash -c" "bash -lc" "bash --norc -c" "bash -o pipefail -c" "sh -c" "sh -ec"; do
+		run tr_direct $shell 'seq 1 100000'
+		[ "$status" -eq 0 ]
+		[ "${#lines[@]}" -eq 201 ]
+		[[ "${lines[100]}" == '...[toolrun cut '* ]]
+	done
+	# A shell reading a script file, or commands from stdin, is not.
+	printf 'seq 1 100000\n' >"$TR_DIR/script.sh"
+	[ "$(tr_direct bash "$TR_DIR/script.sh" | wc -l)" -eq 100000 ]
+	[ "$(tr_direct bash <"$TR_DIR/script.sh" | wc -l)" -eq 100000 ]
+}
+
+@test "22-commands-switches: TOOLRUN=agent shapes a direct program, TOOLRUN=off passes a command string" {
+	run tr_direct env TOOLRUN=agent seq 1 100000
+	[ "${#lines[@]}" -eq 201 ]
+	[[ "${lines[100]}" == '...[toolrun cut '* ]]
+	[ "$(tr_direct env TOOLRUN=off bash -lc 'seq 1 100000' | wc -l)" -eq 100000 ]
+}
+
+@test "22-commands-exec-chain: a direct program that execs a shell command string in its place hands over the shell" {
+	# env (the first process, direct) execs bash -c with the same pid.
+	run tr_direct env X=1 bash -c 'echo "X=$X"; seq 1 100000'
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = X=1 ]
+	[ "${#lines[@]}" -eq 201 ]
+	# Its children are not first processes: a shell that env starts
+	# as a child (not in its place) stays the harness's.
+	[ "$(tr_direct timeout 30 bash -c 'seq 1 100000' | wc -l)" -eq 100000 ]
+}
