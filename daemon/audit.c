@@ -130,6 +130,19 @@ static bool outcome(struct json_object *o, const struct audit_record *r)
 	return !r->core_dumped || add(o, "core_dumped", json_object_new_boolean(1));
 }
 
+/* What a session's shell, not toolrund, says of its command. */
+static struct json_object *shell_facts(void)
+{
+	struct json_object *a = json_object_new_array();
+
+	if (a && (json_object_array_add(a, json_object_new_string("exit")) < 0 ||
+		  json_object_array_add(a, json_object_new_string("cwd")) < 0)) {
+		json_object_put(a);
+		return NULL;
+	}
+	return a;
+}
+
 /* The line for o (which it frees), or NULL. */
 static char *finish(struct json_object *o, bool ok)
 {
@@ -182,6 +195,7 @@ char *audit_format(const struct audit_record *r)
 		  add(o, "cwd", json_text(r->cwd, r->cwd ? r->cwd_len : 0)) &&
 		  add(o, "argv", argv_array(r)) &&
 		  outcome(o, r) &&
+		  (!r->shell_reported || add(o, "reported_by_shell", shell_facts())) &&
 		  add(o, "timed_out", json_object_new_boolean(r->timed_out)) &&
 		  add(o, "duration_ms", duration_ms(r->duration_us)) &&
 		  add(o, "cpu_user_ms", duration_ms(r->user_us)) &&

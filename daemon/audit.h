@@ -27,6 +27,10 @@ struct audit_stream {
 
 struct audit_record {
 	const char *kind;        /* "command" or "tool" */
+	/* A session's command: its exit status and working directory are
+	 * what the session's shell reported (docs/audit.md), not what
+	 * toolrund saw of a process. */
+	bool shell_reported;
 	uint64_t job;            /* the daemon's job id */
 	uint64_t command_job;    /* a tool run below an agent command or session, as the launcher saw it: that job's id; 0 none */
 	int64_t start_ms;        /* wall clock, ms since the epoch */

@@ -183,6 +183,7 @@ static void job_audit(const struct job *j, const struct exit_report *r)
 		.signal = r->signal,
 		.core_dumped = r->core_dumped,
 		.timed_out = r->timed_out,
+		.shell_reported = j->shell_reported,
 	};
 	audit_stream(j, 0, &a.out[0], r);
 	audit_stream(j, 1, &a.out[1], r);
@@ -497,11 +498,12 @@ void job_client_gone(struct job *j)
 		job_maybe_finish(j);
 }
 
-void job_attached_ended(struct job *j, int wait_status)
+void job_attached_ended(struct job *j, int wait_status, bool by_shell)
 {
 	if (j->exited)
 		return;
 	j->exited = true;
+	j->shell_reported = by_shell;
 	j->wait_status = wait_status;
 	j->end_us = monotonic_us();
 	output_drain_and_close(j);

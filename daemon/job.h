@@ -149,6 +149,7 @@ struct job {
 	bool checking_input;    /* CheckInput sent on timeout, not answered */
 	bool waited_for_input;  /* the timeout found it waiting on a producer */
 	bool client_gone;
+	bool shell_reported;    /* a session's command: its status is the shell's report */
 	int wait_status;
 	uint64_t start_us;
 	uint64_t end_us;
@@ -222,8 +223,10 @@ void job_stream_var(int fd, const char *key, char *buf, size_t len);
  * command's output. NULL, with a line in why, when it cannot. */
 struct job *job_attach(struct jobs *J, const struct job_attach *a, char *why, size_t len);
 /* The session says the command ended with wait_status: read what is
- * left in the fds, then finish (the client gets finished). */
-void job_attached_ended(struct job *j, int wait_status);
+ * left in the fds, then finish (the client gets finished). by_shell: the
+ * status is what the session's shell reported (the audit says so), not
+ * what toolrund saw (its bash's own end, a close). */
+void job_attached_ended(struct job *j, int wait_status, bool by_shell);
 /* A reply is about to be made while the command runs: read what the
  * fds hold, and hand on what the shaper holds back for its binary check
  * (a prompt without '\n'; shaper_settle). */

@@ -388,7 +388,7 @@ struct job *job_attach(struct jobs *J, const struct job_attach *a, char *why, si
 		    output_attach(j, i, st, a->fds[i]) < 0) {
 			snprintf(why, len, "toolrund cannot read the session's output: %s",
 				 errno_text(errno ? errno : ENOMEM));
-			job_attached_ended(j, W_EXITCODE(1, 0));
+			job_attached_ended(j, W_EXITCODE(1, 0), false);
 			return NULL;
 		}
 	}

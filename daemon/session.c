@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -306,23 +307,38 @@ bool sessions_on_waiting(struct sessions *S, uint64_t id, bool waiting, bool unk
 /* ------------------------------------------------------------------ */
 /* A command                                                           */
 
-/* The status pipe: "STATUS PWD\0" for each command that ended. */
-static void status_record(struct session *s, const char *rec)
+/*
+ * A record of the status pipe: "ready" once, then "KEY STATUS CWD" for
+ * each command that ended, KEY being the one sent with it. Bytes a
+ * command wrote to the pipe may come before the key (the builtin writes
+ * a record whole, so nothing comes inside it): what is not after the
+ * current key counts for nothing.
+ */
+static void status_record(struct session *s, const char *rec, size_t len)
 {
-	char *end;
-	long status = strtol(rec, &end, 10);
 	struct job *j = current_job(s);
 
-	if (end == rec || status < 0 || status > 255) {
-		log_warn("session %s: bad status record", s->id);
+	if (s->phase == SESSION_LOADING) {
+		if (strcmp(rec, "ready") == 0)
+			session_loop_ready(s);
 		return;
 	}
+	const char *at = s->key[0] ? memmem(rec, len, s->key, SESSION_KEY_LEN) : NULL;
+	char *end;
+	long status = at ? strtol(at + SESSION_KEY_LEN, &end, 10) : -1;
+	if (!at || at[SESSION_KEY_LEN] != ' ' || status < 0 || status > 255 ||
+	    (*end && *end != ' ')) {
+		log_warn("session %s: a status record without the running command's key, "
+			 "ignored (the command wrote to its shell's status pipe)", s->id);
+		return;
+	}
+	s->key[0] = '\0'; /* one end per command */
 	if (*end == ' ') {
 		free(s->cwd);
 		s->cwd = strdup(end + 1);
 	}
 	if (j)
-		job_attached_ended(j, W_EXITCODE((int)status, 0));
+		job_attached_ended(j, W_EXITCODE((int)status, 0), true);
 }
 
 /* Read the status pipe: false once it has nothing more to give. */
@@ -344,7 +360,7 @@ static bool read_status(struct session *s)
 	s->status_len += (size_t)n;
 	char *nul;
 	while ((nul = memchr(s->status_buf, '\0', s->status_len))) {
-		status_record(s, s->status_buf);
+		status_record(s, s->status_buf, (size_t)(nul - s->status_buf));
 		size_t used = (size_t)(nul - s->status_buf) + 1;
 		memmove(s->status_buf, nul + 1, s->status_len - used);
 		s->status_len -= used;
@@ -366,15 +382,36 @@ int session_watch_status(struct session *s)
 	return event_add(s->S->J->loop, &s->status_ev, s->status_fd, EPOLLIN, on_status, s);
 }
 
+/* A fresh key for the next command: 16 random bytes in hex. */
+static int new_key(struct session *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t b[SESSION_KEY_LEN / 2];
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		return -EAGAIN;
+	for (size_t i = 0; i < sizeof(b); i++) {
+		s->key[2 * i] = hex[b[i] >> 4];
+		s->key[2 * i + 1] = hex[b[i] & 15];
+	}
+	s->key[SESSION_KEY_LEN] = '\0';
+	return 0;
+}
+
 static int send_command(struct session *s, const ProtobufCBinaryData *cmd)
 {
-	/* The pipe holds SESSION_COMMAND_MAX + 1 bytes (sessionstart.c),
-	 * and bash has read the last command whole before it ran it. */
+	/* The pipe holds a key, SESSION_COMMAND_MAX bytes and a NUL
+	 * (sessionstart.c), and bash has read the last command whole
+	 * before it ran it. */
 	uint8_t nul = 0;
-	struct iovec v[2] = {{cmd->data, cmd->len}, {&nul, 1}};
-	ssize_t w = writev(s->cmd_fd, v, 2);
-	if (w == (ssize_t)cmd->len + 1)
+	int r = new_key(s);
+	if (r < 0)
+		return r;
+	struct iovec v[3] = {{s->key, SESSION_KEY_LEN}, {cmd->data, cmd->len}, {&nul, 1}};
+	ssize_t w = writev(s->cmd_fd, v, 3);
+	if (w == (ssize_t)(SESSION_KEY_LEN + cmd->len + 1))
 		return 0;
+	s->key[0] = '\0';
 	return w < 0 ? -errno : -EAGAIN;
 }
 
@@ -395,7 +432,7 @@ static void session_run(struct session *s, struct session_peer *p, const Toolrun
 	if (session_attach_command(s, &c->command, why, sizeof(why)) < 0 ||
 	    send_command(s, &c->command) < 0) {
 		if (current_job(s))
-			job_attached_ended(current_job(s), W_EXITCODE(1, 0));
+			job_attached_ended(current_job(s), W_EXITCODE(1, 0), false);
 		reply_error_to(p, s->id, TOOLRUN__ERROR_CODE__ERROR_INTERNAL, "%s",
 			       why[0] ? why : "toolrund could not hand the command to bash");
 		return;
@@ -545,7 +582,7 @@ void session_close(struct session *s, const char *why)
 	if (s->phase == SESSION_ENDED || s->phase == SESSION_CLOSING)
 		return;
 	snprintf(s->end_reason, sizeof(s->end_reason), "%s", why);
-	if (s->phase != SESSION_READY) {
+	if (s->phase != SESSION_READY && s->phase != SESSION_LOADING) {
 		session_end(s, why);
 		return;
 	}
@@ -598,7 +635,7 @@ void session_end(struct session *s, const char *why)
 	timer_cancel(loop, &s->check_timer);
 	struct job *j = current_job(s);
 	if (j)
-		job_attached_ended(j, W_EXITCODE(0, SIGKILL));
+		job_attached_ended(j, W_EXITCODE(0, SIGKILL), false);
 	session_close_fds(s);
 	order_release(s->S->J->orders, s->job_id);
 	timer_arm(loop, &s->idle_timer, ENDED_KEEP_MS, on_idle, s);
@@ -616,8 +653,15 @@ bool sessions_on_exited(struct sessions *S, uint64_t id, int wait_status)
 	/* A status written before its bash ended counts first. */
 	while (read_status(s))
 		;
+	if (session_loop_failed(s, wait_status))
+		return true;
 	if (s->end_reason[0])
 		snprintf(why, sizeof(why), "%s", s->end_reason);
+	else if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == SESSION_LOOP_BROKEN)
+		snprintf(why, sizeof(why),
+			 "a command broke the session's loop (it redefined `builtin`, or disabled "
+			 "toolrun's builtin), so no end could be reported: its bash (pid %d) ended",
+			 (int)s->pid);
 	else if (WIFSIGNALED(wait_status))
 		snprintf(why, sizeof(why), "its bash (pid %d) was killed by signal %d",
 			 (int)s->pid, WTERMSIG(wait_status));
@@ -630,7 +674,7 @@ bool sessions_on_exited(struct sessions *S, uint64_t id, int wait_status)
 	 * no status record came for it. */
 	struct job *j = current_job(s);
 	if (j)
-		job_attached_ended(j, wait_status);
+		job_attached_ended(j, wait_status, false);
 	session_end(s, why);
 	return true;
 }

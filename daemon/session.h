@@ -12,7 +12,11 @@
  * commands from a pipe (fd 3) and writing each one's status and working
  * directory to another (fd 4) that the command's programs do not inherit:
  * toolrund knows a command has ended from that pipe, never from its
- * output. Each command is a job attached to the session's output pipes
+ * output. The command itself runs in the same bash and could write to
+ * that pipe too (bash keeps copies of fd 4 while it runs), so each
+ * command goes with a fresh random key that only toolrun's builtin in
+ * that bash holds (preload/sessionbuiltin.c), and a status counts only
+ * when it carries that key. Each command is a job attached to the session's output pipes
  * (or its terminal), shaped as an agent command's output is. A session
  * outlives the connection that made it; it ends with CLOSE, after
  * session_idle seconds without a call, when its bash exits, or when
@@ -33,6 +37,16 @@
 
 /* The shell a session runs. */
 #define SESSION_SHELL "/bin/bash"
+/* The bash builtin its loop loads, in the directory of toolrun's library
+ * (preload/sessionbuiltin.c); its bash exits with SESSION_NO_BUILTIN when
+ * it cannot. */
+#define SESSION_BUILTIN "toolrun-session.so"
+#define SESSION_NO_BUILTIN 97
+/* Its bash exits with this when a command broke its loop (session.c). */
+#define SESSION_LOOP_BROKEN 98
+/* toolrund's key for each command: hex digits, sent before the command
+ * and expected before its status (session.c). */
+#define SESSION_KEY_LEN 32
 /* Output one reply carries per stream; the rest waits for the next
  * (SessionReply.more). Two of them fit a server frame (128 KiB). */
 #define SESSION_REPLY_CHUNK (48 * 1024)
@@ -57,6 +71,7 @@ struct session_peer {
 enum session_phase {
 	SESSION_OPENING_PTY,    /* OpenPty sent: waiting for the terminal */
 	SESSION_STARTING,       /* Spawn sent: waiting for its bash to run */
+	SESSION_LOADING,        /* its bash runs: waiting for its loop's "ready" */
 	SESSION_READY,
 	SESSION_CLOSING,        /* SIGHUP sent: SIGKILL follows in a second */
 	SESSION_ENDED,          /* its bash is gone: kept until that is told */
@@ -97,6 +112,8 @@ struct session {
 	int out_fd[2];          /* stdout, stderr (TTY: the terminal, and -1) */
 	int cmd_fd;             /* commands to its fd 3 */
 	int status_fd;          /* statuses from its fd 4 */
+	char builtin[CONFIG_PATH_MAX + 32]; /* the path its bash loads */
+	char key[SESSION_KEY_LEN + 1]; /* the running command's; "" when none */
 	struct event_source status_ev;
 	char status_buf[CONFIG_PATH_MAX + 32];
 	size_t status_len;
@@ -172,6 +189,11 @@ void session_new(struct sessions *S, struct session_peer *p, const Toolrun__Sess
 int session_attach_command(struct session *s, const ProtobufCBinaryData *command, char *why,
 			   size_t len);
 int session_watch_status(struct session *s);
+/* Its loop said "ready": answer the NEW call. */
+void session_loop_ready(struct session *s);
+/* Its bash ended while loading: tell the NEW call why, and forget it.
+ * Returns false when it was past loading. */
+bool session_loop_failed(struct session *s, int wait_status);
 /* A call came: the idle clock starts again. */
 void session_touch(struct session *s);
 /* SIGHUP to its processes, SIGKILL a second later; its bash's end

@@ -29,35 +29,62 @@
 #include "util.h"
 
 /*
- * What the session's bash runs (bash -c). Commands arrive NUL-terminated
- * on fd 3; after each, "STATUS PWD\0" goes to fd 4. A command is read by
- * `.` from a here-string, so that it runs in the shell itself (cd,
- * export, functions and jobs persist, declare stays global) and so that
- * SIGINT's trap can `return` from it: an interrupt ends the whole
- * command, as Ctrl-C does at a prompt, and not the shell. Neither fd 3
- * nor 4 is open in the command (bash keeps its copies close-on-exec), nor
- * fd 9: `.` has read the here-string whole before the command's first
- * word closes it (on the same line, so that bash's line numbers in
- * messages stay the command's).
+ * What the session's bash runs (bash -c). It loads toolrun's builtin
+ * (preload/sessionbuiltin.c, beside the library), says it is ready, then
+ * loops: `toolrun_session read` takes a command from fd 3 (toolrund's key
+ * for it, the command, NUL), and `toolrun_session report` writes "KEY
+ * STATUS CWD\0" to fd 4 after it. The key never reaches a shell
+ * variable, and the builtin answers only the loop at the shell's top
+ * level, so that a command, which runs in the same shell, cannot report
+ * an end of its own (session.h).
+ *
+ * A command is read by `.` from a here-string, so that it runs in the
+ * shell itself (cd, export, functions and jobs persist, declare stays
+ * global) and so that SIGINT's trap can `return` from it: an interrupt
+ * ends the whole command, as Ctrl-C does at a prompt, and not the shell.
+ * The trap is set again before each command, which may have replaced it.
+ * A command that breaks the loop itself (a function named `builtin`)
+ * cannot make it run an old command again: `read` that gave nothing
+ * ends the shell (SESSION_LOOP_BROKEN).
+ * Neither fd 3 nor 4 is open in the command's programs (bash keeps its
+ * copies close-on-exec), nor fd 9: `.` has read the here-string whole
+ * before the command's first words close it (on the same line, so that
+ * bash's line numbers in messages stay the command's; `anon` makes them
+ * name the shell, "bash: line 1: ...", as under bash -c).
  */
-static const char wrapper[] =
-	"trap '[[ -n $__toolrun_in ]] && return' INT\n"
+static const char wrapper_fmt[] =
+	"builtin enable -f '%s' toolrun_session || exit %d\n"
+	"builtin toolrun_session ready || exit %d\n"
 	"while :; do\n"
-	"  IFS= read -r -d '' -u 3 __toolrun_cmd\n"
+	"  trap '[[ -n $__toolrun_in ]] && return' INT\n"
+	"  __toolrun_cmd=\n"
+	"  builtin toolrun_session read __toolrun_cmd\n"
 	"  __toolrun_st=$?\n"
 	"  if (( __toolrun_st != 0 )); then\n"
 	"    (( __toolrun_st > 128 )) && continue\n"
 	"    exit 0\n"
 	"  fi\n"
+	"  [[ -n $__toolrun_cmd ]] || exit %d\n"
 	"  __toolrun_in=1\n"
-	"  . /dev/fd/9 9<<<\"exec 9<&- ; $__toolrun_cmd\" 3<&- 4>&-\n"
-	"  __toolrun_st=$?\n"
+	"  . /dev/fd/9 9<<<\"builtin toolrun_session anon; exec 9<&- ; $__toolrun_cmd\" 3<&- 4>&-\n"
+	"  builtin toolrun_session report $?\n"
 	"  __toolrun_in=\n"
-	"  printf '%d %s\\0' \"$__toolrun_st\" \"$PWD\" >&4\n"
 	"done\n";
 
-/* The commands' pipe holds one whole command (session.h). */
-#define COMMAND_PIPE_SIZE (SESSION_COMMAND_MAX + 1)
+/* The commands' pipe holds one whole command and its key (session.h). */
+#define COMMAND_PIPE_SIZE (SESSION_COMMAND_MAX + SESSION_KEY_LEN + 1)
+
+/* toolrun-session.so, beside toolrun's library (cfg->preload). Returns
+ * false when the path does not fit or cannot be quoted as the wrapper
+ * quotes it. */
+static bool builtin_path(const char *preload, char *out, size_t len)
+{
+	const char *slash = strrchr(preload, '/');
+	int dir = slash ? (int)(slash - preload) : 0;
+	int n = snprintf(out, len, "%.*s/%s", dir, preload, SESSION_BUILTIN);
+
+	return slash && n > 0 && (size_t)n < len && !strchr(out, '\'');
+}
 
 struct session *session_by_id(struct sessions *S, const char *id, uid_t uid)
 {
@@ -123,7 +150,8 @@ bool sessions_on_spawned(struct sessions *S, uint64_t id, pid_t pid, int err, un
 		return true;
 	}
 	s->pid = pid;
-	s->phase = SESSION_READY;
+	/* Answered once its loop says it is ready (session_loop_ready). */
+	s->phase = SESSION_LOADING;
 	if (session_watch_status(s) < 0) {
 		snprintf(why, sizeof(why), "toolrund cannot watch the session: %s",
 			 errno_text(errno));
@@ -131,12 +159,20 @@ bool sessions_on_spawned(struct sessions *S, uint64_t id, pid_t pid, int err, un
 		session_failed(s, why);
 		return true;
 	}
+	if (s->orphan)
+		session_close(s, "its creator left before it started");
+	return true;
+}
+
+void session_loop_ready(struct session *s)
+{
+	s->phase = SESSION_READY;
 	session_touch(s);
-	log_info("session %s: bash pid %d for uid %u%s", s->id, (int)pid, (unsigned)s->uid,
+	log_info("session %s: bash pid %d for uid %u%s", s->id, (int)s->pid, (unsigned)s->uid,
 		 s->tty ? " on a terminal" : "");
 	if (s->orphan) {
 		session_close(s, "its creator left before it started");
-		return true;
+		return;
 	}
 	struct session_peer *p = s->waiter;
 	if (p) {
@@ -145,9 +181,27 @@ bool sessions_on_spawned(struct sessions *S, uint64_t id, pid_t pid, int err, un
 		p->waiting_on = NULL;
 		r.session = s->id;
 		r.state = TOOLRUN__SESSION_STATE__SESSION_STATE_IDLE;
-		r.pid = pid;
+		r.pid = s->pid;
 		p->ops->reply(p, &r);
 	}
+}
+
+bool session_loop_failed(struct session *s, int wait_status)
+{
+	char why[CONFIG_PATH_MAX + 200];
+
+	if (s->phase != SESSION_LOADING)
+		return false;
+	if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == SESSION_NO_BUILTIN)
+		snprintf(why, sizeof(why),
+			 "its bash could not load toolrun's session builtin (enable -f %s): a "
+			 "bash that supports loadable builtins is needed (docs/sessions.md)",
+			 s->builtin);
+	else
+		snprintf(why, sizeof(why), "its bash (pid %d) ended before its loop was ready",
+			 (int)s->pid);
+	order_release(s->S->J->orders, s->job_id);
+	session_failed(s, why);
 	return true;
 }
 
@@ -282,6 +336,13 @@ static int spawn_shell(struct session *s, int std[3], char *why, size_t len)
 		snprintf(why, len, "toolrund failed to create a pipe: %s", errno_text(-r));
 		return r;
 	}
+	if (!builtin_path(J->cfg->preload, s->builtin, sizeof(s->builtin))) {
+		close(ctl[0]);
+		close(ctl[1]);
+		snprintf(why, len, "no place for toolrun's session builtin beside preload = %.160s",
+			 J->cfg->preload);
+		return -EINVAL;
+	}
 	struct session_env se = {0};
 	if (build_env(&se, s, std[1], std[2], J->cfg->preload) < 0) {
 		close(ctl[0]);
@@ -289,8 +350,10 @@ static int spawn_shell(struct session *s, int std[3], char *why, size_t len)
 		snprintf(why, len, "toolrund is out of memory");
 		return -ENOMEM;
 	}
-	static const char *const argv_s[] = {"bash", "--noprofile", "--norc", "-c", wrapper,
-					     "bash"};
+	char wrapper[sizeof(wrapper_fmt) + sizeof(s->builtin) + 16];
+	snprintf(wrapper, sizeof(wrapper), wrapper_fmt, s->builtin, SESSION_NO_BUILTIN,
+		 SESSION_NO_BUILTIN, SESSION_LOOP_BROKEN);
+	const char *const argv_s[] = {"bash", "--noprofile", "--norc", "-c", wrapper, "bash"};
 	ProtobufCBinaryData argv[ARRAY_SIZE(argv_s)];
 	for (size_t i = 0; i < ARRAY_SIZE(argv_s); i++)
 		argv[i] = (ProtobufCBinaryData){strlen(argv_s[i]), (uint8_t *)argv_s[i]};
@@ -580,7 +643,7 @@ void session_forget(struct session *s)
 	 * opened), must not hand its end to a session that is gone. No call
 	 * waits any more, so its end is only recorded. */
 	if (s->client.job)
-		job_attached_ended(s->client.job, W_EXITCODE(0, SIGKILL));
+		job_attached_ended(s->client.job, W_EXITCODE(0, SIGKILL), false);
 	if (s->client.job)
 		job_client_gone(s->client.job);
 	session_close_fds(s);
