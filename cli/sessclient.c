@@ -71,7 +71,10 @@ int sess_client_send(struct sess_client *c, Toolrun__SessionCall *sc, int attach
 
 	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_SESSION_CALL;
 	m.session_call = sc;
-	c->pending_timeout_ms = sc->timeout_ms;
+	/* A CLOSE waits for the session's bash to end, up to its own bound. */
+	c->pending_timeout_ms = sc->op == TOOLRUN__SESSION_OP__SESSION_OP_CLOSE
+					? SESSION_CLOSE_WAIT_MS
+					: sc->timeout_ms;
 	return send_failed(wire_send(c->fd, &m, attach), why, len) ? -1 : 0;
 }
 

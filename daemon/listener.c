@@ -265,7 +265,7 @@ static int listener_contexts(struct listener *L)
 	}
 	L->jobs.cfg = L->cfg;
 	L->jobs.cfg_read_at = time(NULL);
-	sessions_init(&L->sessions, &L->jobs);
+	sessions_init(&L->sessions, &L->jobs, L->conns.allowed, L->conns.nallowed);
 	conns_init(&L->conns, &L->loop, &L->jobs, &L->sessions, L->sock);
 	L->conns.audit_log = L->audit_log;
 	L->conns.ask_reload = ask_reload;

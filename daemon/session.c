@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "frame.h"
 #include "log.h"
 #include "policy.h"
 #include "util.h"
@@ -569,12 +570,15 @@ bool sessions_on_killed(struct sessions *S, uint64_t id, unsigned processes,
 /* ------------------------------------------------------------------ */
 /* The end                                                             */
 
+/* A second after SIGHUP: SIGKILL, as a Kill, not a Release, so that the
+ * launcher still reports its bash's end and the session ends (a Release
+ * reaps without a word, and a close would wait for nothing). */
 static void on_close_grace(struct event_loop *loop, void *data)
 {
 	struct session *s = data;
 	(void)loop;
 
-	order_release(s->S->J->orders, s->job_id);
+	order_kill(s->S->J->orders, s->job_id, SIGKILL, KILL_TREE);
 }
 
 void session_close(struct session *s, const char *why)
@@ -679,8 +683,29 @@ bool sessions_on_exited(struct sessions *S, uint64_t id, int wait_status)
 	return true;
 }
 
-/* CLOSE: answered when its bash has gone (CLOSED), or after a few
- * seconds with the state then. */
+/* A close whose bash has not ended long after its SIGKILL (a machine so
+ * loaded that it is not reaped yet, a process stuck in the kernel): the
+ * caller hears so, with what will happen. */
+static void on_close_overdue(struct event_loop *loop, void *data)
+{
+	struct session *s = data;
+	struct session_peer *p = s->waiter;
+	(void)loop;
+
+	if (!p)
+		return;
+	s->waiter = NULL;
+	p->waiting_on = NULL;
+	timer_cancel(s->S->J->loop, &s->check_timer);
+	reply_error_to(p, s->id, TOOLRUN__ERROR_CODE__ERROR_BUSY,
+		       "session %s is closing, but its bash (pid %d) has not ended %d s after "
+		       "SIGHUP and SIGKILL; the session ends when it does (close again to wait "
+		       "for it)", s->id, (int)s->pid, SESSION_CLOSE_WAIT_MS / 1000);
+}
+
+/* CLOSE: answered when its bash has gone (CLOSED, with the reason), or,
+ * past SESSION_CLOSE_WAIT_MS (frame.h), with an error that says why not yet: never
+ * with a state that says nothing. */
 static void session_close_call(struct session *s, struct session_peer *p)
 {
 	if (s->waiter)
@@ -692,7 +717,7 @@ static void session_close_call(struct session *s, struct session_peer *p)
 	}
 	s->waiter = p;
 	p->waiting_on = s;
-	timer_arm(s->S->J->loop, &s->wait_timer, CLOSE_GRACE_MS * 3, on_wait_timeout, s);
+	timer_arm(s->S->J->loop, &s->wait_timer, SESSION_CLOSE_WAIT_MS, on_close_overdue, s);
 }
 
 /* ------------------------------------------------------------------ */

@@ -145,10 +145,13 @@ struct session {
 struct sessions {
 	struct jobs *J;           /* the loop, the config, the launcher's link */
 	struct session *list;     /* oldest first */
-	unsigned count;
+	unsigned count;           /* in the list, ended ones included */
+	const uid_t *served;      /* the uids toolrund serves: each is sure of */
+	unsigned nserved;         /* session_max / nserved sessions (at_limit) */
 };
 
-void sessions_init(struct sessions *S, struct jobs *J);
+void sessions_init(struct sessions *S, struct jobs *J, const uid_t *served,
+		   unsigned nserved);
 /* One call from a peer, answered through its ops now or later. cwd_fd:
  * the fd a NEW call's frame carried (the session's), else -1; it passes
  * to the session. */

@@ -102,9 +102,10 @@ struct session *session_by_job(struct sessions *S, uint64_t job)
 	return NULL;
 }
 
-void sessions_init(struct sessions *S, struct jobs *J)
+void sessions_init(struct sessions *S, struct jobs *J, const uid_t *served,
+		   unsigned nserved)
 {
-	*S = (struct sessions){.J = J};
+	*S = (struct sessions){.J = J, .served = served, .nserved = nserved};
 }
 
 /* ------------------------------------------------------------------ */
@@ -533,20 +534,60 @@ static struct session *session_alloc(struct sessions *S, const struct session_pe
 	return s;
 }
 
-/* At the limits (session_max, session_max_per_uid): say which. */
+/*
+ * The room session_max leaves. Each uid toolrund serves is sure of a
+ * share, session_max / (uids served); a uid may go past its share (up to
+ * session_max_per_uid) only into room that the other uids' unused shares
+ * do not need. So one uid's sessions never lock out another uid, or
+ * root: whoever is below its share always finds a free place. Ended
+ * sessions, kept a while for their news, take no place.
+ */
+struct session_room {
+	unsigned live;     /* sessions not ended */
+	unsigned mine;     /* of those, the caller's */
+	unsigned share;    /* what each served uid is sure of */
+	unsigned kept;     /* free places the other uids' shares need */
+};
+
+static void count_room(const struct sessions *S, uid_t uid, struct session_room *r)
+{
+	unsigned n = S->nserved ? S->nserved : 1;
+
+	*r = (struct session_room){.share = MAX(S->J->cfg->session_max / n, 1u)};
+	for (const struct session *s = S->list; s; s = s->next)
+		r->live += s->phase != SESSION_ENDED;
+	r->mine = sessions_of(S, uid);
+	for (unsigned i = 0; i < S->nserved; i++)
+		if (S->served[i] != uid) {
+			unsigned theirs = sessions_of(S, S->served[i]);
+			r->kept += theirs < r->share ? r->share - theirs : 0;
+		}
+}
+
+/* At the limits (session_max, session_max_per_uid, the other uids'
+ * shares): say which. */
 static bool at_limit(struct sessions *S, struct session_peer *p)
 {
 	const struct config *cfg = S->J->cfg;
-	char why[200];
-	unsigned mine = sessions_of(S, p->who.uid);
+	struct session_room r;
+	char why[300];
 
-	if (mine >= cfg->session_max_per_uid)
+	count_room(S, p->who.uid, &r);
+	unsigned free_places = r.live < cfg->session_max ? cfg->session_max - r.live : 0;
+	if (r.mine >= cfg->session_max_per_uid)
 		snprintf(why, sizeof(why),
 			 "uid %u has %u sessions, the most session_max_per_uid allows: close one "
-			 "('toolrun session list' shows them)", (unsigned)p->who.uid, mine);
-	else if (S->count >= cfg->session_max)
+			 "('toolrun session list' shows them)", (unsigned)p->who.uid, r.mine);
+	else if (free_places == 0)
 		snprintf(why, sizeof(why), "toolrund hosts %u sessions, the most session_max allows",
-			 S->count);
+			 r.live);
+	else if (r.mine >= r.share && free_places <= r.kept)
+		snprintf(why, sizeof(why),
+			 "uid %u has %u sessions, more than its share (%u: session_max %u among the "
+			 "%u uids toolrund serves), and the %u free places are kept for the other "
+			 "uids' shares: close one ('toolrun session list' shows them)",
+			 (unsigned)p->who.uid, r.mine, r.share, cfg->session_max, S->nserved,
+			 free_places);
 	else
 		return false;
 	reply_new_failed(p, TOOLRUN__ERROR_CODE__ERROR_BUSY, why);

@@ -45,6 +45,11 @@
 #define FRAME_MAX_ORDER_FDS (FRAME_MAX_FDS + FRAME_SPAWN_ADDED_FDS)
 /* The kernel's limit per sendmsg() (SCM_MAX_FD). */
 #define FRAME_FDS_PER_SENDMSG 253
+/* The longest a session's CLOSE waits for its bash to end before it is
+ * answered that it has not yet (toolrun.proto, SESSION_OP_CLOSE): far
+ * beyond a reap, even on a machine at load 16. A client waits this long
+ * and its own grace. */
+#define SESSION_CLOSE_WAIT_MS (30 * 1000)
 
 struct frame_header {
 	uint32_t length;
