@@ -292,12 +292,19 @@ static NORETURN void launch_child(const struct launch_plan *plan, int status_fd)
 	}
 	if (apply_signals(plan) < 0)
 		fail(status_fd, LAUNCH_STEP_SIGNALS);
+	/* Where the caller is, but may not search, as its owner. */
+	bool entered = false;
+	if (plan->enter_as_owner) {
+		syscall(SYS_setfsuid, plan->dir_owner);
+		entered = fchdir(cwd_fd) == 0;
+	}
 	/* After the steps that /proc/self writes need the launcher's uid for
-	 * (oom_score_adj), before anything the caller's rules should bind. */
+	 * (oom_score_adj), before anything the caller's rules should bind
+	 * (it sets the file system uid too). */
 	if (plan->switch_identity && become_caller(plan) < 0)
 		fail(status_fd, LAUNCH_STEP_IDENTITY);
 	/* As the caller: its directory may be closed to toolrund's user. */
-	if (fchdir(cwd_fd) < 0)
+	if (!entered && fchdir(cwd_fd) < 0)
 		fail(status_fd, LAUNCH_STEP_CWD);
 	/* Last: the filter would deny some of the steps above. */
 	if (plan->filters && sandbox_child_apply(plan->filters, plan->network) < 0)

@@ -107,6 +107,11 @@ struct launch_plan {
 	 * orphans (PR_SET_CHILD_SUBREAPER, kept across execve), so that
 	 * every process it started stays below it (proctree_kill_tree). */
 	bool subreaper;
+	/* Enter the caller's working directory as its owner (dir_owner),
+	 * before becoming the caller: for a caller in a directory it may not
+	 * search itself (launcher.c says why that gives it nothing). */
+	bool enter_as_owner;
+	uid_t dir_owner;
 };
 
 struct launch_limit {

@@ -147,6 +147,47 @@ static void plan_identity(const struct launcher *L, const Toolrun__Launcher__Spa
 	plan->ngroups = s->n_groups;
 }
 
+/* Run the plan's child and learn how its exec went. Returns its pid, or
+ * 0 with the failing step and errno in *err and *step. */
+static pid_t launch_and_wait(const struct launch_plan *plan, int *err, enum launch_step *step)
+{
+	int status[2];
+
+	if (pipe2(status, O_CLOEXEC) < 0) {
+		*err = errno;
+		*step = LAUNCH_STEP_FORK;
+		return 0;
+	}
+	/* The child inherits the read end too; it is close-on-exec. */
+	pid_t pid = launch_spawn(plan, status[1]);
+	close(status[1]);
+	if (pid < 0) {
+		*err = errno;
+		*step = LAUNCH_STEP_FORK;
+		close(status[0]);
+		return 0;
+	}
+	/* EOF: execve succeeded. A report: it failed at report.step. */
+	struct launch_report rep;
+	int r = read_exact(status[0], &rep, sizeof(rep));
+	close(status[0]);
+	if (r == -EPIPE) {
+		*err = 0;
+		*step = LAUNCH_STEP_NONE;
+		return pid;
+	}
+	if (r == 0) {
+		*err = rep.err;
+		*step = (enum launch_step)rep.step;
+	} else {
+		*err = -r;
+		*step = LAUNCH_STEP_EXEC;
+		kill(pid, SIGKILL);
+	}
+	waitpid(pid, NULL, 0);
+	return 0;
+}
+
 /* The agent command or session whose tree caller runs in: its job id,
  * or 0. Asked of the kernel, so that no caller can claim another's. */
 static uint64_t command_below(const struct launcher *L, pid_t caller)
@@ -190,7 +231,6 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 	int *scratch = malloc((2 * s->n_fds + 1) * sizeof(int));
 	struct launch_limit limits[RLIM_NLIMITS];
 	unsigned nlimits = 0;
-	int status[2] = {-1, -1};
 	pid_t pid = -1;
 	int err = 0;
 	enum launch_step step = LAUNCH_STEP_NONE;
@@ -199,11 +239,6 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 		fatal("order with an empty checked path", EPROTO);
 	if (!argv || !envp || !path || !scratch || (ck && !ck_path)) {
 		err = ENOMEM;
-		step = LAUNCH_STEP_FORK;
-		goto out;
-	}
-	if (pipe2(status, O_CLOEXEC) < 0) {
-		err = errno;
 		step = LAUNCH_STEP_FORK;
 		goto out;
 	}
@@ -260,33 +295,20 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 		};
 		plan.expect = &expect;
 	}
-	/* The child inherits the read end too; it is close-on-exec. */
-	pid = launch_spawn(&plan, status[1]);
-	if (pid < 0) {
-		err = errno;
-		step = LAUNCH_STEP_FORK;
-		goto out;
-	}
-	close_fd(&status[1]);
-
-	/* EOF: execve succeeded. A report: it failed at report.step. */
-	struct launch_report rep;
-	int r = read_exact(status[0], &rep, sizeof(rep));
-	if (r == 0) {
-		err = rep.err;
-		step = (enum launch_step)rep.step;
-		waitpid(pid, NULL, 0);
-		pid = 0;
-	} else if (r != -EPIPE) {
-		err = -r;
-		step = LAUNCH_STEP_EXEC;
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		pid = 0;
+	pid = launch_and_wait(&plan, &err, &step);
+	/* A caller in a directory it may not search (root without
+	 * CAP_DAC_OVERRIDE in the agent's 0700 workspace) is in it all the
+	 * same, as a program it ran directly would be: the child enters it
+	 * as its owner, then becomes the caller, who gains no access by it
+	 * (every lookup from there is still checked as the caller's). */
+	struct stat dir;
+	if (pid == 0 && step == LAUNCH_STEP_CWD && err == EACCES && plan.switch_identity &&
+	    fstat(fds[0], &dir) == 0) {
+		plan.enter_as_owner = true;
+		plan.dir_owner = dir.st_uid;
+		pid = launch_and_wait(&plan, &err, &step);
 	}
 out:
-	close_fd(&status[0]);
-	close_fd(&status[1]);
 	free(argv);
 	free(envp);
 	free(path);

@@ -998,6 +998,19 @@ static void event_loop(struct client *cl)
 	}
 }
 
+/* The working directory, as an O_PATH fd. A process may be in a
+ * directory it cannot search (root without CAP_DAC_OVERRIDE in another
+ * user's 0700 directory, where `docker exec -w` put it): "." is then out
+ * of its reach, but the kernel's own link to it is not. */
+static int open_cwd(void)
+{
+	int fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 && errno == EACCES)
+		fd = open("/proc/self/cwd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd;
+}
+
 void client_run(const struct client_call *call, struct client_result *res)
 {
 	struct client cl = {
@@ -1022,7 +1035,7 @@ void client_run(const struct client_call *call, struct client_result *res)
 						       : call->cfg->defaults;
 		sink_decide(call->cfg, &limits, call->envp, &cl.sink);
 	}
-	cl.cwd_fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cl.cwd_fd = open_cwd();
 	if (cl.cwd_fd < 0) {
 		unreachable(&cl, errno, "cannot open the working directory",
 			    errno_text(errno));

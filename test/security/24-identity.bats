@@ -74,6 +74,34 @@ program_of() {
 	jobs_since "$n" | grep -q ' tool=cat '
 }
 
+@test "01-root-in-workspace: root without CAP_DAC_OVERRIDE in the agent's 0700 directory runs as it would without toolrun" {
+	command -v setpriv >/dev/null || skip "setpriv is not installed"
+	mkdir -p "$TR_DIR/c1/ws"
+	chown "$CALLER_UID:$CALLER_GID" "$TR_DIR/c1/ws"
+	chmod 0700 "$TR_DIR/c1/ws"
+	# As `docker exec -w /workspace BOX` puts root there: in the
+	# directory first, then without the capabilities a box leaves out.
+	as_root_in_ws() {
+		(cd "$TR_DIR/c1/ws" &&
+			setpriv --bounding-set=-dac_override,-dac_read_search env -u TOOLRUN_AGENT_STDOUT \
+				-u TOOLRUN_AGENT_STDERR -u BASH_ENV LD_PRELOAD="$TR_LIB" \
+				TR_MARK="$TR_MARK" TOOLRUN_CONFIG="$TOOLRUN_CONFIG" "$@")
+	}
+	direct=$(cd "$TR_DIR/c1/ws" && setpriv --bounding-set=-dac_override,-dac_read_search \
+		bash -c 'pwd; cat /etc/hostname; ls 2>&1; echo $?')
+	n=$(tr_job_count)
+	run as_root_in_ws bash -c 'pwd; cat /etc/hostname; ls 2>&1; echo $?'
+	[ "$status" -eq 0 ]
+	same_text "$output" "$direct"
+	# The command was toolrund's, and so was its listed cat.
+	jobs_since "$n" | grep -q ' command=bash '
+	jobs_since "$n" | grep -q ' tool=cat '
+	# Its output is the agent's, shaped as any command's.
+	run as_root_in_ws bash -c 'seq 1 100000'
+	[ "${#lines[@]}" -eq 201 ]
+	[[ "${lines[100]}" == '...[toolrun cut '* ]]
+}
+
 @test "02-two-callers: each caller's program runs as that caller" {
 	run tr_bash "cat /proc/self/status | grep -E '^Uid:'"
 	[ "$output" = "$(printf 'Uid:\t%s\t%s\t%s\t%s' $CALLER_UID $CALLER_UID $CALLER_UID $CALLER_UID)" ]

@@ -177,7 +177,8 @@ tr_start_nobody() {
 	export TOOLRUN_CONFIG="$TR_DIR/toolrun.conf"
 	export TR_MARK="trmark-$TR_DIR"
 	mkdir -m 755 "$TR_DIR/lib" "$TR_DIR/bin"
-	cp "$TR_LIB" "$TOOLRUN_BUILD/preload/toolrun-exec" "$TR_DIR/lib/"
+	cp "$TR_LIB" "$TOOLRUN_BUILD/preload/toolrun-exec" "$TOOLRUN_BUILD/preload/toolrun-session.so" \
+		"$TR_DIR/lib/"
 	cp "$TRY" "$ESCAPE" "$BOMB" "$TR_DIR/bin/"
 	chmod 755 "$TR_DIR"/lib/* "$TR_DIR"/bin/*
 	export TRY="$TR_DIR/bin/try-syscall" ESCAPE="$TR_DIR/bin/escape" BOMB="$TR_DIR/bin/bomb"
