@@ -9,13 +9,16 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
 
 /* A tree's passes: each one after the first finds only what the
- * processes stopped by the last one forked meanwhile, so this many is
- * reached only by a tree that forks faster than it is stopped. */
+ * processes stopped by the last one forked meanwhile, or waits a
+ * millisecond for one still finishing a system call to stop, so this many
+ * is reached only by a tree that forks faster than it is stopped, or a
+ * process stuck in the kernel (it is killed all the same). */
 #define KILL_TREE_PASSES 64
 
 /* What /proc/PID/stat says of a process, as far as we need it. */
@@ -107,6 +110,7 @@ static DIR *open_proc(int *proc)
 /* One live process of a snapshot of /proc. */
 struct proc_entry {
 	pid_t pid, ppid, session;
+	char state;
 };
 
 /* The live processes of /proc, but the caller. Returns how many (in
@@ -137,7 +141,7 @@ static ssize_t snapshot(struct proc_entry **out)
 			v = w;
 			cap = grown;
 		}
-		v[n++] = (struct proc_entry){pid, st.ppid, st.session};
+		v[n++] = (struct proc_entry){pid, st.ppid, st.session, st.state};
 	}
 	closedir(d);
 	close(proc);
@@ -201,9 +205,17 @@ static bool reach(struct reached *r, pid_t pid)
 	return true;
 }
 
+/* Stopped: it forks no more, and a fork it was making has finished. */
+static bool is_stopped(char state)
+{
+	return state == 'T' || state == 't';
+}
+
 /* One pass: signal what is below root and not reached yet; add it to
- * the reached. Returns how many it signalled, or -errno. */
-static int tree_pass(pid_t root, int signo, struct reached *done)
+ * the reached. Returns how many it signalled, or -errno; *moving: how
+ * many processes below root (root too, with_root) are not stopped yet. */
+static int tree_pass(pid_t root, bool with_root, int signo, struct reached *done,
+		     unsigned *moving)
 {
 	struct proc_entry *v = NULL;
 	ssize_t n = snapshot(&v);
@@ -216,7 +228,10 @@ static int tree_pass(pid_t root, int signo, struct reached *done)
 	}
 	mark_below(v, (size_t)n, root, below);
 	int count = 0;
+	*moving = 0;
 	for (ssize_t i = 0; i < n; i++) {
+		if ((below[i] || (with_root && v[i].pid == root)) && !is_stopped(v[i].state))
+			(*moving)++;
 		if (!below[i] || listed(v[i].pid, done->v, done->n))
 			continue;
 		if (kill(v[i].pid, signo) == 0 && reach(done, v[i].pid))
@@ -228,23 +243,30 @@ static int tree_pass(pid_t root, int signo, struct reached *done)
 }
 
 /*
- * SIGKILL: freeze the tree first (SIGSTOP, root first, then pass after
- * pass until one finds nothing new: a stopped process forks no more, and
- * the children of stopped ones are found by the next pass), then kill
- * every process reached, root last. A root killed first would hand its
- * children to init; one left running would go on with its script (the
- * `echo` after the `sleep` that was killed) before it is killed.
+ * SIGKILL: freeze the tree first, then kill every process reached, root
+ * last. Freezing: SIGSTOP to root, then pass after pass, each stopping
+ * what it finds new, until one finds nothing new and every process is
+ * stopped: a stopped process forks no more, and one that was in the
+ * middle of a fork when SIGSTOP came stops only once the fork is done,
+ * its child then visible to the next pass. A root killed first would
+ * hand its children to init; one left running would go on with its
+ * script (the `echo` after the `sleep` that was killed) before it is
+ * killed.
  */
 static int kill_frozen(pid_t root, bool with_root, struct reached *done)
 {
+	static const struct timespec settle = {0, 1000 * 1000};
+	unsigned moving = 0;
 	int r = 0;
 
 	if (with_root)
 		kill(root, SIGSTOP);
 	for (int i = 0; i < KILL_TREE_PASSES; i++) {
-		r = tree_pass(root, SIGSTOP, done);
-		if (r <= 0)
+		r = tree_pass(root, with_root, SIGSTOP, done, &moving);
+		if (r < 0 || (r == 0 && moving == 0))
 			break;
+		if (r == 0)
+			nanosleep(&settle, NULL);
 	}
 	for (size_t i = 0; i < done->n; i++)
 		kill(done->v[i], SIGKILL);
@@ -256,8 +278,9 @@ int proctree_kill_tree(pid_t root, int signo, bool with_root)
 	if (root <= 0)
 		return -EINVAL;
 	struct reached done = {0};
+	unsigned moving;
 	int r = signo == SIGKILL ? kill_frozen(root, with_root, &done)
-				 : tree_pass(root, signo, &done);
+				 : tree_pass(root, false, signo, &done, &moving);
 	int count = (int)done.n;
 	free(done.v);
 	if (r < 0 && count == 0)

@@ -45,9 +45,13 @@ static NORETURN void escape(void)
 	if (mid < 0)
 		_exit(1);
 	if (mid == 0) {
+		pid_t parent = getpid();
 		pid_t g = fork();
 		if (g == 0) {
 			setsid();
+			/* Say so once orphaned: adopted by the subreaper. */
+			while (getppid() == parent)
+				usleep(1000);
 			printf("%d\n", (int)getpid());
 			fflush(stdout);
 			for (;;)
