@@ -3,7 +3,8 @@
  * layout and modes, what is refused (a symbolic link, a directory of
  * someone else, one open to others), expiry, the total cap and unique
  * names. Ownership is checked as root does it; a test that needs root
- * is skipped without it.
+ * is skipped without it. One test drops to another uid with the
+ * launcher's capabilities (caps.h), as toolrund does with `user` set.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "caps.h"
 #include "config.h"
 #include "spill.h"
 
@@ -376,6 +378,67 @@ static void test_file_for_another_uid_without_root_is_refused(void **state)
 	assert_int_equal(stat(dir, &st), -1);
 }
 
+/* As the launcher of a daemon with `user` set: uid OTHER, with CAPS_KEPT
+ * effective. Files for root, then for USER, then root again: each is
+ * made and given to its uid (acting as uid 0 once took CAP_CHOWN away
+ * for good: capabilities(7), caps.h). Exits 0 when all were, or 10 + the
+ * one that was not, its reason on fd out. */
+static __attribute__((noreturn)) void spill_as_a_launcher(struct env *e, int out)
+{
+	const uid_t order[] = {0, USER, 0};
+
+	if (caps_keep_across_drop() < 0 || setresgid(OTHER, OTHER, OTHER) < 0 ||
+	    setresuid(OTHER, OTHER, OTHER) < 0 || caps_after_drop() < 0 || caps_raise() < 0)
+		_exit(2);
+	for (int i = 0; i < 3; i++) {
+		struct stat st;
+		int fd = open_spill(e, order[i], (uint64_t)i, "stdout");
+		if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != order[i]) {
+			if (write(out, e->reason, strlen(e->reason)) < 0)
+				_exit(3);
+			_exit(10 + i);
+		}
+		close(fd);
+	}
+	_exit(0);
+}
+
+static void test_files_for_root_then_others_with_the_launchers_capabilities(void **state)
+{
+	struct env *e = *state;
+	int p[2], status;
+
+	skip_unless_root();
+	assert_int_equal(mkdir(e->spill, 0755), 0);
+	assert_int_equal(chown(e->spill, OTHER, (gid_t)-1), 0);
+	assert_int_equal(pipe(p), 0);
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		spill_as_a_launcher(e, p[1]);
+	}
+	close(p[1]);
+	char reason[512] = "";
+	ssize_t n = read(p[0], reason, sizeof(reason) - 1);
+	close(p[0]);
+	reason[n > 0 ? n : 0] = '\0';
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) != 0)
+		fail_msg("child exit %d: %s", WEXITSTATUS(status), reason);
+	char dir[192];
+	struct stat st;
+	snprintf(dir, sizeof(dir), "%s/%u", e->spill, USER);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_uid, USER);
+	snprintf(dir, sizeof(dir), "%s/0", e->spill);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_uid, 0);
+}
+
 /* ───────────────────────── clean-up ───────────────────────── */
 
 static void test_expired_files_go_in_every_uid_dir(void **state)
@@ -495,6 +558,7 @@ int main(void)
 		T(test_uid_dir_of_someone_else_is_refused),
 		T(test_uid_dir_open_to_others_is_refused),
 		T(test_file_for_another_uid_without_root_is_refused),
+		T(test_files_for_root_then_others_with_the_launchers_capabilities),
 		T(test_expired_files_go_in_every_uid_dir),
 		T(test_total_cap_deletes_oldest_first),
 		T(test_under_the_cap_nothing_goes),
