@@ -5,7 +5,8 @@
 # CAP_CHOWN, serves root and another uid. Acting as uid 0 once took
 # CAP_CHOWN from its launcher for good (capabilities(7): the fsuid going
 # from 0 to another uid), and every later spill directory could not be
-# given to its uid.
+# given to its uid. A spill_dir that another uid made first must not stop
+# spilling either: toolrund uses a directory of its own beside it.
 
 load helpers
 
@@ -80,4 +81,23 @@ cut_and_kept() {
 	cut_and_kept "$TR_DIR/tmp/spill" "$OTHER_UID" as_other
 	cut_and_kept "$TR_DIR/tmp/spill" 0
 	cut_and_kept "$TR_DIR/tmp/spill" "$OTHER_UID" as_other
+}
+
+@test "27-spill-owners-taken-spill-dir: a spill_dir another uid made first does not stop spilling" {
+	local taken="$TR_DIR/tmp/taken" beside
+	tr_kill_daemon
+	# The other uid makes it before the daemon starts, as a caller could.
+	as_other mkdir -m 755 "$taken"
+	sed -i "s|^spill_dir = .*|spill_dir = $taken|" "$TOOLRUN_CONFIG"
+	tr_launch
+	# The launcher says so when it starts, naming both directories.
+	wait_for 30 grep -q "spill files go to $taken\." "$TR_DIR/daemon.log"
+	grep -F "spill_dir $taken: owned by uid $OTHER_UID, not by toolrund's ($(id -u nobody)); spill files go to $taken." "$TR_DIR/daemon.log"
+	beside=$(sed -n "s|.*spill files go to \($taken\.[A-Za-z0-9]\{6\}\) instead.*|\1|p" "$TR_DIR/daemon.log")
+	[ -n "$beside" ]
+	[ "$(stat -c '%U %a' "$beside")" = "nobody 755" ]
+	cut_and_kept "$beside" "$OTHER_UID" as_other
+	cut_and_kept "$beside" 0
+	# Nothing went into the other uid's directory.
+	[ -z "$(ls -A "$taken")" ]
 }
