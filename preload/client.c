@@ -424,6 +424,7 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 	Toolrun__ClientMessage rmsg = TOOLRUN__CLIENT_MESSAGE__INIT;
 	Toolrun__ProcessState state = TOOLRUN__PROCESS_STATE__INIT;
 	Toolrun__Limit limits[RLIM_NLIMITS];
+	Toolrun__AgentStreams agent = TOOLRUN__AGENT_STREAMS__INIT;
 	Toolrun__Limit *limit_ptrs[RLIM_NLIMITS];
 	struct procstate ps;
 
@@ -451,6 +452,9 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 	req.shape_stderr = cl->sink.shape_stderr;
 	req.stderr_joins_stdout = cl->sink.joined;
 	req.command = call->command;
+	agent.stdout_reaches_agent = cl->sink.agent_stdout;
+	agent.stderr_reaches_agent = cl->sink.agent_stderr;
+	req.agent_streams = &agent;
 	capture_state(cl, &state, &ps, limits, limit_ptrs);
 	req.state = &state;
 	rmsg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST;

@@ -4,7 +4,8 @@
 load helpers
 
 setup_file() {
-	tr_start "truncate = always" "spill_dir = $BATS_FILE_TMPDIR/spill"
+	tr_start "truncate = always" "spill_dir = $BATS_FILE_TMPDIR/spill" \
+		"[tool.sort]" "max_lines = 500"
 	make_lines "$TR_DIR/big" 50000
 }
 
@@ -29,4 +30,34 @@ teardown_file() {
 @test "08-always-small: output under the limits is unchanged" {
 	run tr_bash "head -n 3 $TR_DIR/big | cat"
 	[ "$output" = "$(head -n 3 "$TR_DIR/big")" ]
+}
+
+@test "08-always-command-tool: inside a command, a listed tool's agent stream is cut once, by the command" {
+	# sort's section allows 500 lines, the command's budget 200: one
+	# marker, with the numbers of what sort wrote, naming a file that
+	# holds all of it.
+	n=$(tr_job_count)
+	run --separate-stderr tr_agent "sort -k2,2n $TR_DIR/big"
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 201 ]
+	[ "$(grep -c '^\.\.\.\[toolrun cut ' <<<"$output")" -eq 1 ]
+	dropped=$(($(stat -c %s "$TR_DIR/big") - $(head -n 100 "$TR_DIR/big" | wc -c) - $(tail -n 100 "$TR_DIR/big" | wc -c)))
+	[[ "${lines[100]}" == "...[toolrun cut 49800 lines ($dropped bytes) of stdout here: lines 101-49900 of 50000; the whole stdout is in $BATS_FILE_TMPDIR/spill/$(id -u)/"*"-stdout.log]" ]]
+	cmp "$(spill_path_in "${lines[100]}")" "$TR_DIR/big"
+	jobs_since "$n" | grep -q ' tool=sort .*stdout=direct'
+	# Its stream into the next program is still the tool's to shape.
+	run tr_agent "sort -k2,2n $TR_DIR/big | grep -c \"^\\.\\.\\.\\[toolrun cut .* of sort's stdout here\""
+	[ "$output" = 1 ]
+}
+
+@test "08-always-binary-flows: binary data flowing into the next program is passed on, not summarised" {
+	head -c 3000 /bin/bash >"$TR_DIR/bin"
+	run tr_bash "cat $TR_DIR/bin | od -c"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(od -c <"$TR_DIR/bin")" ]
+	run tr_bash "printf 'x\\0y' | cat | od -c"
+	[ "$output" = "$(printf 'x\0y' | od -c)" ]
+	# What reaches the agent is still summarised.
+	run --separate-stderr tr_bash "cat $TR_DIR/bin"
+	[[ "$output" == "[toolrun: binary stdout of cat, 3000 bytes, ELF, sha256 $(sha256sum <"$TR_DIR/bin" | cut -d' ' -f1); the whole stdout is in "* ]]
 }

@@ -308,6 +308,41 @@ static void test_truncate_always_forces_shaping(void **state)
 	assert_false(d.joined);
 }
 
+/* Request.agent_streams: `always` adds only the streams that do not reach
+ * the agent, and only those that do are summarised when binary; a client
+ * that does not say (older) gets both streams added and summarised. */
+static void test_agent_streams_bound_always_and_the_binary_summary(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct policy_decision d;
+	Toolrun__AgentStreams agent = TOOLRUN__AGENT_STREAMS__INIT;
+
+	use_config("tools = cat\ntruncate = always\n");
+	fixture_init(&f);
+	f.req.shape_stdout = false;
+	f.req.shape_stderr = false;
+	expect_run(&f, &d);
+	assert_true(d.shape_stdout && d.shape_stderr);
+	assert_true(d.agent_stdout && d.agent_stderr);
+
+	agent.stdout_reaches_agent = true;
+	f.req.agent_streams = &agent;
+	expect_run(&f, &d);
+	assert_false(d.shape_stdout);
+	assert_true(d.shape_stderr);
+	assert_true(d.agent_stdout);
+	assert_false(d.agent_stderr);
+
+	use_config("tools = cat\n");
+	fixture_init(&f);
+	agent.stdout_reaches_agent = false;
+	f.req.agent_streams = &agent;
+	expect_run(&f, &d);
+	assert_true(d.shape_stdout && d.shape_stderr);
+	assert_false(d.agent_stdout || d.agent_stderr);
+}
+
 static void test_executable_just_below_path_max_is_accepted(void **state)
 {
 	(void)state;
@@ -1058,6 +1093,7 @@ int main(void)
 		T(test_stderr_joins_stdout_with_both_shaped_runs_joined),
 		T(test_truncate_sink_shapes_only_what_is_asked),
 		T(test_truncate_always_forces_shaping),
+		T(test_agent_streams_bound_always_and_the_binary_summary),
 		T(test_executable_just_below_path_max_is_accepted),
 		T(test_relative_executable_is_looked_up_from_cwd_fd),
 		T(test_unlisted_program_is_not_listed),
