@@ -61,3 +61,30 @@ teardown_file() {
 	run --separate-stderr tr_bash "cat $TR_DIR/bin"
 	[[ "$output" == "[toolrun: binary stdout of cat, 3000 bytes, ELF, sha256 $(sha256sum <"$TR_DIR/bin" | cut -d' ' -f1); the whole stdout is in "* ]]
 }
+
+@test "08-always-budget-held: a max_bytes above what toolrund holds is refused, naming its line" {
+	printf '%s\n' "tools = cat" "truncate = always" "max_bytes = 1000000000" >"$TR_DIR/huge.conf"
+	run --separate-stderr "$TR_DAEMON" -n --config "$TR_DIR/huge.conf"
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "$TR_DIR/huge.conf:3: $(huge_message 1000000000)" ]
+	# A reload says the same, and the daemon keeps its config.
+	cp "$TOOLRUN_CONFIG" "$TR_DIR/kept.conf"
+	printf '%s\n' "[tool.cat]" "max_bytes = 1048577" >>"$TOOLRUN_CONFIG"
+	run --separate-stderr "$TR_CLI" reload
+	cp "$TR_DIR/kept.conf" "$TOOLRUN_CONFIG"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"$TOOLRUN_CONFIG:$(($(wc -l <"$TR_DIR/kept.conf") + 2)): $(huge_message 1048577)"* ]]
+	# The most it holds is honoured: a stream of exactly that many bytes
+	# flows on whole.
+	head -c 1048576 /dev/zero | tr '\0' x >"$TR_DIR/mib"
+	printf '%s\n' "[tool.cat]" "max_bytes = 1048576" >>"$TOOLRUN_CONFIG"
+	"$TR_CLI" reload
+	run tr_bash "cat $TR_DIR/mib | wc -c"
+	cp "$TR_DIR/kept.conf" "$TOOLRUN_CONFIG"
+	"$TR_CLI" reload
+	[ "$output" = 1048576 ]
+}
+
+huge_message() {
+	echo "max_bytes = $1 is more than toolrund holds of a stream: 1 to 1048576, or 0 for no byte limit of its own (a stream shaped for max_lines is still held to 1048576 bytes)"
+}
