@@ -50,7 +50,11 @@ static bool has_unknown_fields(const Toolrun__ClientMessage *m)
 	}
 	if (m->base.n_unknown_fields || (inner && inner->n_unknown_fields))
 		return true;
-	if (m->msg_case == TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST && m->request->state) {
+	if (m->msg_case != TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST)
+		return false;
+	if (m->request->agent_streams && m->request->agent_streams->base.n_unknown_fields)
+		return true;
+	if (m->request->state) {
 		const Toolrun__ProcessState *st = m->request->state;
 		if (st->base.n_unknown_fields)
 			return true;
