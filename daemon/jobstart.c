@@ -105,6 +105,7 @@ static struct job *job_new(struct jobs *J, const struct job_caller *who,
 	j->uid = who->uid;
 	j->caller_pid = who->pid;
 	j->command = req->command;
+	j->below_harness = req->below_harness;
 	j->start_ms = wall_ms();
 	for (int i = 0; i < 2; i++)
 		j->out[i] = (struct job_stream){.job = j, .fd = -1, .ev.fd = -1,

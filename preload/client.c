@@ -456,6 +456,7 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 	agent.stderr_reaches_agent = cl->sink.agent_stderr;
 	req.agent_streams = &agent;
 	req.command = call->command;
+	req.below_harness = !call->command && sink_below_harness(call->envp);
 	capture_state(cl, &state, &ps, limits, limit_ptrs);
 	req.state = &state;
 	rmsg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST;

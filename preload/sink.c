@@ -147,6 +147,12 @@ static void own_identity(int fd, char *buf, size_t len)
 	sbuf_add_u64(&sb, (uint64_t)st.st_ino);
 }
 
+bool sink_below_harness(char *const envp[])
+{
+	static const char key[] = "TOOLRUN_DIRECT=";
+	return env_value(envp, key, sizeof(key) - 1) != NULL;
+}
+
 /* TOOLRUN_DIRECT names the pid of a first process that declared nothing:
  * a program it execs in its place (`env X=1 bash -lc ...`, same pid) is
  * still the first of the tree and decides again; its children are not. */

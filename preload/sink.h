@@ -69,4 +69,7 @@ void sink_declare_own(void);
  * decides again. */
 void sink_declare_none(void);
 
+/* Is envp's program below such a first process (TOOLRUN_DIRECT)? */
+bool sink_below_harness(char *const envp[]);
+
 #endif

@@ -284,3 +284,15 @@ tr_direct() {
 	# as a child (not in its place) stays the harness's.
 	[ "$(tr_direct timeout 30 bash -c 'seq 1 100000' | wc -l)" -eq 100000 ]
 }
+
+@test "22-commands-harness-timeout: a tool below a harness's direct program runs as long as it would directly" {
+	tr_write_config "$TOOLRUN_CONFIG" "spill_dir = $BATS_FILE_TMPDIR/spill"
+	sed -i 's/^timeout = .*/timeout = 1/' "$TOOLRUN_CONFIG"
+	"$TR_CLI" reload
+	printf 'timeout 4 tail -f %s </dev/null >/dev/null; echo "status $?"\n' "$TR_DIR/seq" >"$TR_DIR/eval.sh"
+	run tr_direct bash "$TR_DIR/eval.sh"
+	tr_write_config "$TOOLRUN_CONFIG" "spill_dir = $BATS_FILE_TMPDIR/spill" "[tool.tail]" "timeout = 2"
+	"$TR_CLI" reload
+	[ "$status" -eq 0 ]
+	[ "$output" = "status 124" ]
+}
