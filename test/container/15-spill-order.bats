@@ -45,3 +45,15 @@ cut_and_kept() {
 @test "15-spill-order-root-again: root's cut output after the agent's is kept whole" {
 	cut_and_kept 0 -w /
 }
+
+@test "15-spill-order-root-in-workspace: root in the agent's 0700 workspace runs as it would without toolrun, and is shaped" {
+	# docker exec's default working directory is the box's /workspace,
+	# the agent's, mode 0700; root there has no CAP_DAC_OVERRIDE.
+	[ "$(docker exec -e TOOLRUN=off "$CT_BOX" stat -c '%a %u' /workspace)" = "700 1000" ]
+	local script='pwd; cat /etc/hostname; ls >/dev/null 2>&1; echo "ls $?"'
+	run --separate-stderr docker exec "$CT_BOX" bash -lc "$script"
+	[ "$status" -eq 0 ]
+	[ -z "$stderr" ]
+	[ "$output" = "$(docker exec -e TOOLRUN=off "$CT_BOX" bash -lc "$script")" ]
+	cut_and_kept 0
+}
