@@ -48,7 +48,9 @@ cut_and_kept() {
 
 @test "15-spill-order-root-in-workspace: root in the agent's 0700 workspace runs as it would without toolrun, and is shaped" {
 	# docker exec's default working directory is the box's /workspace,
-	# the agent's, mode 0700; root there has no CAP_DAC_OVERRIDE.
+	# the agent's; mode 0700 as container/run.sh makes a new one; root
+	# there has no CAP_DAC_OVERRIDE.
+	docker exec -e TOOLRUN=off -u sandbox "$CT_BOX" chmod 0700 /workspace
 	[ "$(docker exec -e TOOLRUN=off "$CT_BOX" stat -c '%a %u' /workspace)" = "700 1000" ]
 	local script='pwd; cat /etc/hostname; ls >/dev/null 2>&1; echo "ls $?"'
 	run --separate-stderr docker exec "$CT_BOX" bash -lc "$script"
