@@ -21,6 +21,7 @@
 
 #include <json-c/json.h>
 
+#include "jsontext.h"
 #include "mcptools.h"
 #include "util.h"
 
@@ -63,15 +64,19 @@ struct mcp_server {
 /* ------------------------------------------------------------------ */
 /* Output                                                              */
 
+/* One line, valid UTF-8 whatever bytes a path, an error or a command's
+ * output held (json_line). */
 static void send_message(struct mcp_server *S, struct json_object *m)
 {
-	const char *s = json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN |
-								  JSON_C_TO_STRING_NOSLASHESCAPE);
-	size_t n = strlen(s);
+	size_t n;
+	char *s = json_line(m, &n);
 
+	if (!s)
+		S->out_broken = true; /* out of memory: nothing sane to say */
 	if (!S->out_broken && (write_all(STDOUT_FILENO, s, n) < 0 ||
 			       write_all(STDOUT_FILENO, "\n", 1) < 0))
 		S->out_broken = true;
+	free(s);
 	json_object_put(m);
 }
 

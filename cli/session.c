@@ -33,6 +33,7 @@
 
 #include <json-c/json.h>
 
+#include "jsontext.h"
 #include "sessclient.h"
 #include "toolrun.pb-c.h"
 #include "util.h"
@@ -134,10 +135,10 @@ static int parse_args(int argc, char **argv, struct session_args *a)
 /* ------------------------------------------------------------------ */
 /* Answers                                                             */
 
+/* One line, valid UTF-8 whatever bytes a message or an id held. */
 static void print_json(struct json_object *o)
 {
-	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-						       JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_print_line(o, stdout);
 	json_object_put(o);
 }
 

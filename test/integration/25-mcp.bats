@@ -111,6 +111,34 @@ scenario() {
 	scenario concurrent
 }
 
+# rpc ID TOOL ARGS_JSON: one tools/call line.
+rpc() {
+	printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"%s","arguments":%s}}\n' \
+		"$1" "$2" "$3"
+}
+
+@test "25-mcp: every line the server writes is UTF-8 JSON: a path of bytes \\xff\\xfe, a command's bytes" {
+	{
+		printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"bad\xff\xfename"}}}\n'
+		rpc 2 bash '{"command":"printf \"text that stays text, with one stray byte: \\\\377 here\\\\n\""}'
+		printf '{"jsonrpc":"2.0","id":3,"method":"no/such/\xff"}\n'
+	} | "$TR_CLI" mcp --root "$MCP_ROOT" >"$TR_DIR/utf8.out"
+	run "$PY" -c '
+import json, sys
+texts = {}
+for raw in open(sys.argv[1], "rb"):
+    m = json.loads(raw.decode("utf-8"))  # strict: a byte that is not UTF-8 fails
+    r = m.get("result") or m.get("error")
+    texts[m["id"]] = r["content"][0]["text"] if "content" in r else r["message"]
+assert "bad\ufffd\ufffdname" in texts[1], texts[1]
+assert "byte: \ufffd here" in texts[2], texts[2]
+assert "no/such/\ufffd" in texts[3], texts[3]
+print(len(texts))' "$TR_DIR/utf8.out"
+	printf '%s\n' "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = 3 ]
+}
+
 # The number of sessions toolrund lists.
 session_count() {
 	"$TR_CLI" session list --json |
