@@ -552,6 +552,8 @@ static void print_result_text(const struct tag_command *c, struct json_object *r
 		break;
 	case TAG_TREE:
 		list = json_object_object_get(r, "entries");
+		if (json_object_array_length(list) == 0)
+			printf("(empty)\n");
 		for (size_t i = 0; i < json_object_array_length(list); i++)
 			printf("%s\n", json_object_get_string(json_object_array_get_idx(list, i)));
 		break;

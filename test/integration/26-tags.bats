@@ -149,6 +149,19 @@ for line in sys.stdin:
 	[ "$(jl 1 error.code)" = BAD_PATTERN ]
 }
 
+@test "<tree> of an empty directory says (empty), and its JSON says so" {
+	mkdir -p "$REPO/hollow"
+	run feed '<tree hollow>'
+	[ "$status" -eq 0 ]
+	[ "$(tail -n 1 <<<"$output")" = "(empty)" ]
+	run feed '<tree hollow><tree src>' --json
+	[ "$status" -eq 0 ]
+	[ "$(jl 1 result.entries)" = '[]' ]
+	[ "$(jl 1 result.empty)" = true ]
+	[ "$(jl 2 result.empty)" = false ]
+	rmdir "$REPO/hollow"
+}
+
 @test "--json lines are UTF-8 whatever bytes a file name or an argument held" {
 	mkdir -p "$REPO/names"
 	touch "$REPO/names/caf"$'\xe9'".txt"

@@ -229,6 +229,8 @@ scenarios['tools-each'] = async () => {
 		check(r.first_line === 2 && r.last_line === 2 && r.text.includes(word) && !r.text.includes('gamma'), 'read_file: offset 2 limit 1', r);
 		r = good('edit_file', await call(client, 'edit_file', { path: f, old_string: 'gamma', new_string: 'delta' }));
 		check(r.replacements === 1, 'edit_file: one replacement', r);
+		let text = refused('edit_file', await call(client, 'edit_file', { path: f, old_string: 'no such text', new_string: 'x' }), 'EXECUTION');
+		check(text.includes('old_string not found'), 'edit_file: its error names the argument as the schema does', text);
 		r = good('read_file', await call(client, 'read_file', { path: f, limit: 10 }));
 		check(r.text.includes('delta') && !r.text.includes('gamma'), 'edit_file: the file changed', r.text);
 		r = good('search', await call(client, 'search', { query: word, limit: 5 }));
