@@ -4,10 +4,12 @@
  * and 2025-06-18). json-c parses and writes every message.
  *
  * One thread. Requests are served in order; while a tool waits for a
- * toolrund session the server keeps reading its input, so that a ping is
- * answered at once, notifications/cancelled interrupts the command, and
- * progress notifications go out once a second to a client that asked
- * for them. Other requests wait their turn in a queue.
+ * toolrund session the server keeps reading its input, and progress
+ * notifications go out once a second to a client that asked for them.
+ * Each message is looked at as soon as it is read, even when many came
+ * in one read: a ping is answered at once, notifications/cancelled
+ * interrupts the command or drops the queued request it names. Other
+ * requests wait their turn in a queue.
  */
 #include "mcp.h"
 
@@ -171,6 +173,27 @@ static bool queue_push(struct mcp_server *S, struct json_object *m, const char *
 	return true;
 }
 
+/* An id MCP allows: a string or an integer (a null id is present but no
+ * id: MCP forbids it). */
+static bool id_valid(struct json_object *id)
+{
+	return id && (json_object_is_type(id, json_type_string) ||
+		      json_object_is_type(id, json_type_int));
+}
+
+/* A JSON-RPC 2.0 request or notification: "jsonrpc":"2.0", a string
+ * method, and a valid id when there is one. */
+static bool well_formed(struct json_object *m)
+{
+	struct json_object *version = member(m, "jsonrpc");
+	bool has_id = json_object_is_type(m, json_type_object) &&
+		      json_object_object_get_ex(m, "id", NULL);
+
+	return method_of(m) && version && json_object_is_type(version, json_type_string) &&
+	       strcmp(json_object_get_string(version), "2.0") == 0 &&
+	       (!has_id || id_valid(member(m, "id")));
+}
+
 /* A cancelled request still waiting its turn is dropped, unanswered. */
 static bool drop_queued(struct mcp_server *S, struct json_object *id)
 {
@@ -184,19 +207,26 @@ static bool drop_queued(struct mcp_server *S, struct json_object *id)
 	return false;
 }
 
-/* While a tool waits: a ping is answered and a cancellation acted on at
- * once; anything else waits its turn. */
-static void interject(struct mcp_server *S, struct json_object *m)
+/* Every message as soon as it is read, whether a tool waits or the
+ * queue still holds calls to serve (a client may write many lines at
+ * once): a ping is answered and a cancellation acted on at once, so that
+ * a cancelled call still queued never runs; anything else waits its
+ * turn. */
+static void take_message(struct mcp_server *S, struct json_object *m)
 {
 	const char *method = method_of(m);
 	struct json_object *id = member(m, "id");
 
-	if (method && id && strcmp(method, "ping") == 0) {
+	if (!well_formed(m)) {
+		queue_push(S, m, NULL); /* its error is answered in its turn */
+		return;
+	}
+	if (id && strcmp(method, "ping") == 0) {
 		send_result(S, id, json_object_new_object());
 		json_object_put(m);
 		return;
 	}
-	if (method && !id && strcmp(method, "notifications/cancelled") == 0) {
+	if (!id && strcmp(method, "notifications/cancelled") == 0) {
 		struct json_object *target = member(member(m, "params"), "requestId");
 		if (target && S->call_id && json_object_equal(target, S->call_id) &&
 		    !S->call_cancelled) {
@@ -242,7 +272,7 @@ static struct json_object *parse_line(char *line, size_t len, const char **error
 	return m;
 }
 
-static void take_line(struct mcp_server *S, char *line, size_t len, bool waiting)
+static void take_line(struct mcp_server *S, char *line, size_t len)
 {
 	const char *error;
 
@@ -253,14 +283,12 @@ static void take_line(struct mcp_server *S, char *line, size_t len, bool waiting
 	struct json_object *m = parse_line(line, len, &error);
 	if (error)
 		queue_push(S, NULL, error); /* answered in its turn */
-	else if (waiting)
-		interject(S, m);
 	else
-		queue_push(S, m, NULL);
+		take_message(S, m);
 }
 
 /* Split what was read into lines. */
-static void take_lines(struct mcp_server *S, bool waiting)
+static void take_lines(struct mcp_server *S)
 {
 	size_t start = 0;
 
@@ -268,7 +296,7 @@ static void take_lines(struct mcp_server *S, bool waiting)
 		if (S->in[i] != '\n')
 			continue;
 		if (!S->skipping)
-			take_line(S, S->in + start, i - start, waiting);
+			take_line(S, S->in + start, i - start);
 		S->skipping = false;
 		start = i + 1;
 	}
@@ -283,7 +311,7 @@ static void take_lines(struct mcp_server *S, bool waiting)
 }
 
 /* One read of stdin; false at its end. */
-static bool read_input(struct mcp_server *S, bool waiting)
+static bool read_input(struct mcp_server *S)
 {
 	if (S->in_cap - S->in_len < 65536) {
 		size_t cap = S->in_cap ? S->in_cap * 2 : 131072;
@@ -304,13 +332,13 @@ static bool read_input(struct mcp_server *S, bool waiting)
 		if (S->in_len && !S->skipping) {
 			S->in[S->in_len] = '\n';
 			S->in_len++;
-			take_lines(S, waiting);
+			take_lines(S);
 		}
 		S->in_eof = true;
 		return false;
 	}
 	S->in_len += (size_t)n;
-	take_lines(S, waiting);
+	take_lines(S);
 	return true;
 }
 
@@ -318,7 +346,7 @@ static bool read_input(struct mcp_server *S, bool waiting)
 static bool next_message(struct mcp_server *S, struct queued *q)
 {
 	while (!S->q_len) {
-		if (S->in_eof || S->out_broken || !read_input(S, false))
+		if (S->in_eof || S->out_broken || !read_input(S))
 			if (!S->q_len)
 				return false;
 	}
@@ -359,7 +387,7 @@ static int wait_answer(struct mcp_server *S, struct mcp_tools *T, Toolrun__Sessi
 		/* At the end of input the answers are still wanted (a client
 		 * that pipes its requests): the wait goes on. */
 		if (r > 0 && p[1].revents)
-			read_input(S, true);
+			read_input(S);
 		if (S->out_broken) {
 			snprintf(why, len, "the client closed its output");
 			return -1;
@@ -465,7 +493,6 @@ static void serve(struct mcp_server *S, const struct queued *q)
 	struct json_object *m = q->m;
 	const char *method = method_of(m);
 	struct json_object *id = member(m, "id");
-	struct json_object *version = member(m, "jsonrpc");
 
 	if (q->dropped)
 		return;
@@ -482,14 +509,8 @@ static void serve(struct mcp_server *S, const struct queued *q)
 	/* A response to a request of ours: we make none. */
 	if (!method && (member(m, "result") || member(m, "error")))
 		return;
-	/* A null id is present but no id: MCP forbids it. */
-	bool has_id = json_object_is_type(m, json_type_object) &&
-		      json_object_object_get_ex(m, "id", NULL);
-	bool id_ok = id && (json_object_is_type(id, json_type_string) ||
-			    json_object_is_type(id, json_type_int));
-	if (!method || !version || strcmp(json_object_get_string(version), "2.0") != 0 ||
-	    (has_id && !id_ok)) {
-		send_error(S, id_ok ? id : NULL, RPC_INVALID_REQUEST,
+	if (!well_formed(m)) {
+		send_error(S, id_valid(id) ? id : NULL, RPC_INVALID_REQUEST,
 			   "not a JSON-RPC 2.0 request: it needs \"jsonrpc\":\"2.0\", a string "
 			   "\"method\" and a string or integer \"id\"");
 		return;

@@ -111,6 +111,10 @@ scenario() {
 	scenario concurrent
 }
 
+@test "25-mcp: pipelined calls cancelled in the same write never run; a ping behind them is answered at once" {
+	scenario pipelined
+}
+
 # rpc ID TOOL ARGS_JSON: one tools/call line.
 rpc() {
 	printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"%s","arguments":%s}}\n' \

@@ -378,6 +378,47 @@ scenarios['cancel-other-session'] = async () => {
 	});
 };
 
+// Lines written in one write: calls, their cancellations and a ping. A
+// cancelled call still queued never runs and gets no answer; the ping is
+// answered at once, before the call being served.
+scenarios.pipelined = async () => {
+	const srv = rawServer();
+	const { send, next } = srv;
+	const rpc = (id, command) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call',
+		params: { name: 'bash', arguments: { command } } });
+	const cancel = (id) => JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'test' } });
+	try {
+		await srv.initialize();
+		const m2 = unique('piped2'), m3 = unique('piped3');
+		srv.child.stdin.write([rpc(1, 'sleep 2; echo one'), rpc(2, `touch ${m2}`), rpc(3, `touch ${m3}`),
+			cancel(2), cancel(3), JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'ping' })].join('\n') + '\n');
+		let m = await next('the ping');
+		check(m.id === 4 && m.result, 'the ping is answered first, while call 1 runs', m);
+		m = await next('call 1', 30000);
+		check(m.id === 1 && m.result.structuredContent.stdout === 'one\n', 'call 1 ran', m);
+		send(rpc(5, `test -e ${m2} && echo ran2; test -e ${m3} && echo ran3; echo checked`));
+		m = await next('the check', 30000);
+		check(m.id === 5, 'no answer for the cancelled calls 2 and 3', m);
+		check(m.result.structuredContent.stdout === 'checked\n', 'calls 2 and 3 never ran', m.result.structuredContent.stdout);
+		// Many long calls, each cancelled, in one write: none runs.
+		const n = 40, lines = [];
+		for (let i = 0; i < n; i++) lines.push(rpc(100 + i, 'sleep 30'));
+		for (let i = 0; i < n; i++) lines.push(cancel(100 + i));
+		lines.push(JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'ping' }), rpc(7, 'echo after'));
+		srv.child.stdin.write(lines.join('\n') + '\n');
+		m = await next('the ping behind 40 cancelled calls');
+		check(m.id === 6, 'the ping is answered', m);
+		m = await next('the call after 40 cancelled ones', 30000);
+		check(m.id === 7 && m.result.structuredContent.stdout === 'after\n', `the ${n} cancelled calls never ran: the next one is answered`, m);
+		srv.child.stdin.end();
+		const ex = await Promise.race([srv.exited, sleep(30000).then(() => 'timeout')]);
+		check(ex !== 'timeout' && ex.code === 0, 'EOF: exit 0', ex);
+		check(srv.state.read === srv.lines.length, 'nothing more written', srv.lines.slice(srv.state.read));
+	} finally {
+		srv.kill();
+	}
+};
+
 scenarios.progress = async () => {
 	await withClient(async (client) => {
 		await listTools(client);
@@ -631,7 +672,7 @@ scenarios.concurrent = async () => {
 };
 
 const ORDER = ['initialize', 'tools-list', 'tools-each', 'session', 'large-output', 'cancel', 'cancel-raw',
-	'cancel-other-session',
+	'cancel-other-session', 'pipelined',
 	'progress', 'paths', 'bad-arguments', 'garbage', 'concurrent'];
 
 // ---------------------------------------------------------------------
