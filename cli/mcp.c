@@ -10,6 +10,10 @@
  * in one read: a ping is answered at once, notifications/cancelled
  * interrupts the command or drops the queued request it names. Other
  * requests wait their turn in a queue.
+ *
+ * At the end of input, and on SIGTERM, SIGHUP or SIGINT, the server
+ * closes the session it made (unless --keep-sessions), so that a client
+ * that starts a server per task leaves no bash behind.
  */
 #include "mcp.h"
 
@@ -42,6 +46,26 @@ enum {
 };
 
 static const char *const versions[] = {"2025-11-25", "2025-06-18"};
+
+/* SIGTERM, SIGHUP or SIGINT arrived: the server stops, closing its
+ * session first. Handlers interrupt reads and polls (no SA_RESTART), so
+ * that the loops see it. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void catch_stop_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_stop_signal};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+}
 
 /* A line read: a message, or why it is none (a static string). */
 struct queued {
@@ -323,10 +347,9 @@ static bool read_input(struct mcp_server *S)
 		S->in = p;
 		S->in_cap = cap;
 	}
-	ssize_t n;
-	do
-		n = read(STDIN_FILENO, S->in + S->in_len, S->in_cap - S->in_len);
-	while (n < 0 && errno == EINTR);
+	ssize_t n = read(STDIN_FILENO, S->in + S->in_len, S->in_cap - S->in_len);
+	if (n < 0 && errno == EINTR)
+		return true; /* a signal: the caller looks at stop_signal */
 	if (n <= 0) {
 		/* A last line without a newline still counts. */
 		if (S->in_len && !S->skipping) {
@@ -346,7 +369,7 @@ static bool read_input(struct mcp_server *S)
 static bool next_message(struct mcp_server *S, struct queued *q)
 {
 	while (!S->q_len) {
-		if (S->in_eof || S->out_broken || !read_input(S))
+		if (stop_signal || S->in_eof || S->out_broken || !read_input(S))
 			if (!S->q_len)
 				return false;
 	}
@@ -378,6 +401,11 @@ static int wait_answer(struct mcp_server *S, struct mcp_tools *T, Toolrun__Sessi
 		}
 		int wait = (int)(MIN(deadline, next_tick) - now);
 		int r = poll(p, 2, wait < 0 ? 0 : wait);
+		if (stop_signal) {
+			snprintf(why, len, "the server is stopping (SIG%s)",
+				 sigabbrev_np(stop_signal));
+			return -1;
+		}
 		if (r < 0 && errno != EINTR) {
 			snprintf(why, len, "poll: %s", strerror(errno));
 			return -1;
@@ -531,16 +559,19 @@ static void serve(struct mcp_server *S, const struct queued *q)
 static int usage(const char *why)
 {
 	fprintf(stderr, "toolrun mcp: %s\n"
-			"usage: toolrun mcp [--root DIR] [--session ID] [--extensions LIST] "
-			"[--index FILE] [--embed-command CMD]\n", why);
+			"usage: toolrun mcp [--root DIR] [--session ID] [--keep-sessions] "
+			"[--extensions LIST] [--index FILE] [--embed-command CMD]\n", why);
 	return 2;
 }
 
 static int parse_options(int argc, char **argv, struct mcp_options *o)
 {
-	for (int i = 0; i < argc; i += 2) {
+	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(a, "--keep-sessions") == 0) {
+			o->keep_sessions = true;
+			continue;
+		}
 		const char **slot = strcmp(a, "--root") == 0		? &o->root
 				    : strcmp(a, "--session") == 0	? &o->session
 				    : strcmp(a, "--extensions") == 0	? &o->extensions
@@ -552,9 +583,9 @@ static int parse_options(int argc, char **argv, struct mcp_options *o)
 			snprintf(why, sizeof(why), "unknown option: %.200s", a);
 			return usage(why);
 		}
-		if (!v)
+		if (i + 1 == argc)
 			return usage("an option lacks its value");
-		*slot = v;
+		*slot = argv[++i];
 	}
 	return 0;
 }
@@ -574,16 +605,23 @@ int mcp_main(const struct config *cfg, int argc, char **argv)
 	}
 	/* A client that goes away is an error on write, not a signal. */
 	signal(SIGPIPE, SIG_IGN);
+	catch_stop_signals();
 	S.T.wait_call = wait_call;
 	S.T.server = &S;
-	while (!S.out_broken && next_message(&S, &q)) {
+	while (!S.out_broken && !stop_signal && next_message(&S, &q)) {
 		serve(&S, &q);
 		json_object_put(q.m);
 	}
+	mcp_tools_end(&S.T);
 	while (S.q_len)
 		json_object_put(S.queue[S.q_head + --S.q_len].m);
 	free(S.queue);
 	free(S.in);
 	mcp_tools_free(&S.T);
+	if (stop_signal) {
+		/* Ended by the signal, as the client that sent it expects. */
+		signal(stop_signal, SIG_DFL);
+		raise(stop_signal);
+	}
 	return 0;
 }

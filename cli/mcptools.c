@@ -224,6 +224,7 @@ static int new_session(struct mcp_tools *T, char *why, size_t len)
 		r = -1;
 	} else {
 		snprintf(T->session, sizeof(T->session), "%s", a.reply->session);
+		T->own_session = true;
 	}
 	sess_answer_free(&a);
 	return r;
@@ -445,7 +446,9 @@ static struct json_object *tool_bash_interrupt(struct mcp_tools *T, struct json_
 	return run_session_op(T, args, &sc, false);
 }
 
-void mcp_tools_interrupt(struct mcp_tools *T, const char *session)
+/* op on session, on a connection of its own: the main one may wait for
+ * an answer. Best effort. */
+static void side_call(struct mcp_tools *T, const char *session, Toolrun__SessionOp op)
 {
 	struct sess_client c;
 	struct sess_answer a;
@@ -454,11 +457,23 @@ void mcp_tools_interrupt(struct mcp_tools *T, const char *session)
 
 	if (sess_client_open(&c, T->cfg, why, sizeof(why)) < 0)
 		return;
-	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_INTERRUPT;
+	sc.op = op;
 	sc.session = (char *)session;
 	if (sess_client_call(&c, &sc, -1, &a, why, sizeof(why)) == 0)
 		sess_answer_free(&a);
 	sess_client_close(&c);
+}
+
+void mcp_tools_interrupt(struct mcp_tools *T, const char *session)
+{
+	side_call(T, session, TOOLRUN__SESSION_OP__SESSION_OP_INTERRUPT);
+}
+
+void mcp_tools_end(struct mcp_tools *T)
+{
+	if (T->own_session && T->session[0] && !T->keep_sessions)
+		side_call(T, T->session, TOOLRUN__SESSION_OP__SESSION_OP_CLOSE);
+	T->own_session = false;
 }
 
 /* ------------------------------------------------------------------ */
@@ -783,6 +798,7 @@ int mcp_tools_init(struct mcp_tools *T, const struct config *cfg, const struct m
 		return -1;
 	if (o->session)
 		snprintf(T->session, sizeof(T->session), "%s", o->session);
+	T->keep_sessions = o->keep_sessions;
 	T->search.index_path = o->index_path;
 	T->search.embed_command = o->embed_command;
 	T->budget.max_bytes = cfg->defaults.max_bytes;

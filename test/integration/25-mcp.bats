@@ -121,6 +121,78 @@ rpc() {
 		"$1" "$2" "$3"
 }
 
+# The ids of the sessions toolrund lists, one a line.
+listed_sessions() {
+	"$TR_CLI" session list --json |
+		"$PY" -c 'import json, sys
+for s in json.load(sys.stdin)["sessions"]: print(s["session"])'
+}
+
+# session_of FILE: the session named by the first result in FILE (the
+# server's output).
+session_of() {
+	"$PY" -c 'import json, sys
+for line in open(sys.argv[1], "rb"):
+    m = json.loads(line)
+    sc = m.get("result", {}).get("structuredContent")
+    if sc and "session" in sc:
+        print(sc["session"]); break' "$1"
+}
+
+@test "25-mcp: at the end of its input the server closes the session it made" {
+	rpc 1 bash '{"command":"echo made"}' | "$TR_CLI" mcp --root "$MCP_ROOT" >"$TR_DIR/eof.out"
+	local sid
+	sid=$(session_of "$TR_DIR/eof.out")
+	[[ "$sid" =~ ^[0-9a-f]{8}$ ]]
+	run listed_sessions
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"$sid"* ]]
+}
+
+@test "25-mcp: --keep-sessions keeps it; a session named by --session is never the server's to close" {
+	rpc 1 bash '{"command":"echo kept"}' |
+		"$TR_CLI" mcp --root "$MCP_ROOT" --keep-sessions >"$TR_DIR/keep.out"
+	local sid other
+	sid=$(session_of "$TR_DIR/keep.out")
+	[[ "$sid" =~ ^[0-9a-f]{8}$ ]]
+	[[ "$(listed_sessions)" == *"$sid"* ]]
+	other=$("$TR_CLI" session new)
+	rpc 1 bash '{"command":"echo named"}' |
+		"$TR_CLI" mcp --root "$MCP_ROOT" --session "$other" >"$TR_DIR/named.out"
+	[ "$(session_of "$TR_DIR/named.out")" = "$other" ]
+	[[ "$(listed_sessions)" == *"$other"* ]]
+	"$TR_CLI" session close "$sid"
+	"$TR_CLI" session close "$other"
+}
+
+# A process carries TOOLRUN_SESSION=ID in its environment.
+session_processes_of() {
+	grep -qzx "TOOLRUN_SESSION=$1" /proc/[0-9]*/environ 2>/dev/null
+}
+
+@test "25-mcp: SIGTERM, SIGHUP and SIGINT close the server's session, and the command running in it" {
+	local sig sid pid st
+	for sig in TERM HUP INT; do
+		rm -f "$TR_DIR/in.fifo" "$TR_DIR/sig.out"
+		mkfifo "$TR_DIR/in.fifo"
+		"$TR_CLI" mcp --root "$MCP_ROOT" <"$TR_DIR/in.fifo" >"$TR_DIR/sig.out" &
+		pid=$!
+		exec 7>"$TR_DIR/in.fifo"
+		rpc 1 bash '{"command":"sleep 300","timeout":0.5}' >&7
+		wait_for 60 grep -q '"state":"running"' "$TR_DIR/sig.out"
+		sid=$(session_of "$TR_DIR/sig.out")
+		[[ "$(listed_sessions)" == *"$sid"* ]]
+		kill -"$sig" "$pid"
+		# The server ends by the signal, its input still open.
+		st=0
+		wait "$pid" || st=$?
+		exec 7>&-
+		[ "$st" -eq $((128 + $(kill -l "$sig"))) ]
+		[[ "$(listed_sessions)" != *"$sid"* ]]
+		wait_for 20 eval '! session_processes_of "$sid"'
+	done
+}
+
 @test "25-mcp: every line the server writes is UTF-8 JSON: a path of bytes \\xff\\xfe, a command's bytes" {
 	{
 		printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"bad\xff\xfename"}}}\n'
@@ -143,31 +215,15 @@ print(len(texts))' "$TR_DIR/utf8.out"
 	[ "$output" = 3 ]
 }
 
-# The number of sessions toolrund lists.
-session_count() {
-	"$TR_CLI" session list --json |
-		"$PY" -c 'import json, sys; print(len(json.load(sys.stdin)["sessions"]))'
-}
-
-@test "25-mcp: the server's session stays after it ends" {
-	local before after
-	before=$(session_count)
-	# The scenario runs bash: its server makes a session, then sees EOF.
-	run --separate-stderr timeout 120 node "$MCP_DIR/client.mjs" --scenario concurrent -- \
-		"$TR_CLI" mcp --root "$MCP_ROOT"
-	printf '%s\n' "$output"
-	[ "$status" -eq 0 ]
-	after=$(session_count)
-	[ "$after" -eq $((before + 1)) ]
-}
-
 # ---------------------------------------------------------------------
 # The MCP Inspector's CLI mode (the local copy: no network).
 
 # inspector ARGS...: `mcp-inspector --cli` against toolrun mcp (with
 # --session $MCP_SESSION when that is set); the answer (JSON) in $output.
 inspector() {
-	local server=("$TR_CLI" mcp --root "$MCP_ROOT")
+	# Each call is a server of its own: the session the first makes must
+	# outlive it for the calls that name it.
+	local server=("$TR_CLI" mcp --root "$MCP_ROOT" --keep-sessions)
 	[ -z "${MCP_SESSION-}" ] || server+=(--session "$MCP_SESSION")
 	run --separate-stderr timeout 120 env -C "$MCP_DIR" npm_config_offline=true \
 		npx --no-install @modelcontextprotocol/inspector --cli \
@@ -234,6 +290,7 @@ inspector_tool() {
 	inspector_tool bash_input text=hello timeout=5
 	[ "$(jget 'r["structuredContent"]["state"]')" = done ]
 	[ "$(jget 'r["structuredContent"]["stdout"]')" = "got hello" ]
+	"$TR_CLI" session close "$MCP_SESSION"
 }
 
 @test "25-mcp: Inspector CLI: a path outside the root is a tool error" {

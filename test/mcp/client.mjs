@@ -347,12 +347,16 @@ scenarios.cancel = async () => {
 // A cancelled call that named another session interrupts that session's
 // command, and leaves the server's own session alone.
 scenarios['cancel-other-session'] = async () => {
-	// The other session: a second server's own.
-	let other;
+	// The other session: a second server's own, which lives as long as
+	// that server does.
 	await withClient(async (b) => {
 		await listTools(b);
-		other = bashIs('bash', await call(b, 'bash', { command: 'echo other' }), 'done').session;
+		const other = bashIs('bash', await call(b, 'bash', { command: 'echo other' }), 'done').session;
+		await cancelInOther(other);
 	});
+};
+
+async function cancelInOther(other) {
 	await withClient(async (client) => {
 		await listTools(client);
 		const own = unique('own'), m = unique('othercancel');
@@ -376,7 +380,7 @@ scenarios['cancel-other-session'] = async () => {
 		const seen = bashIs('bash', await call(client, 'bash', { command: `test -e ${own} && echo own; test -e ${m} || echo no-other` }), 'done');
 		check(seen.stdout === 'own\nno-other\n', "the own session's file is there, the cancelled one's is not", seen.stdout);
 	});
-};
+}
 
 // Lines written in one write: calls, their cancellations and a ping. A
 // cancelled call still queued never runs and gets no answer; the ping is
