@@ -293,11 +293,12 @@ static void status_line(const Toolrun__SessionReply *r, char *s, size_t len)
 			 (unsigned long long)(e ? e->duration_us / 1000 : 0));
 }
 
-/* The model's text: stdout, stderr after a label, then the status. */
+/* The model's text: stdout, stderr after a label, then the status, and
+ * last what shaping cut, if anything (sess_cut_line). */
 static char *command_text(const Toolrun__SessionReply *r)
 {
 	struct front_buf t = {0};
-	char status[512];
+	char status[512], cut[SESS_CUT_LINE_MAX];
 
 	front_buf_add(&t, "", 0);
 	front_buf_add(&t, (const char *)r->stdout.data, r->stdout.len);
@@ -311,6 +312,12 @@ static char *command_text(const Toolrun__SessionReply *r)
 		front_buf_add(&t, "\n", 1);
 	status_line(r, status, sizeof(status));
 	front_buf_add(&t, status, strlen(status));
+	sess_cut_line(r, cut, sizeof(cut));
+	if (cut[0]) {
+		front_buf_add(&t, "\n[", 2);
+		front_buf_add(&t, cut, strlen(cut));
+		front_buf_add(&t, "]", 1);
+	}
 	return t.p;
 }
 

@@ -85,4 +85,15 @@ struct json_object *sess_info_json(const Toolrun__SessionInfo *s);
  * 124 while it runs or waits for input, 125 for a closed session. */
 int sess_command_status(const Toolrun__SessionReply *r);
 
+/* The end of a command's text result repeats what shaping cut, since a
+ * model reading a long result misses a notice in its middle: "cut:
+ * stdout lines 101-99900 of 100000 (at the marker above); the whole
+ * stdout is in PATH", a clause per stream cut, the range and the place
+ * as the marker says them (daemon/shape.c) when this reply holds it,
+ * else the counts of Exit's StreamStats. "" when nothing was cut, or
+ * while the command runs (a cut is known only at its end). */
+void sess_cut_line(const Toolrun__SessionReply *r, char *s, size_t len);
+/* Room for that line: two clauses, each with a marker's words. */
+#define SESS_CUT_LINE_MAX (4 * CONFIG_PATH_MAX + 1024)
+
 #endif

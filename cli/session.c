@@ -142,32 +142,49 @@ static void print_json(struct json_object *o)
 	json_object_put(o);
 }
 
-/* What the person at the terminal reads after the output. */
-static void say_state(const Toolrun__SessionReply *r, const struct session_args *a)
+/* What the person at the terminal reads after the output; whether it
+ * printed a line. */
+static bool say_state(const Toolrun__SessionReply *r, const struct session_args *a)
 {
 	const char *id = r->session;
+	bool closing = strcmp(a->verb, "close") == 0;
 
 	switch (r->state) {
 	case TOOLRUN__SESSION_STATE__SESSION_STATE_RUNNING:
 		fprintf(stderr, "toolrun: session %s: the command is still running; "
 				"'toolrun session read %s --timeout S' waits up to S seconds for "
 				"more\n", id, id);
-		break;
+		return true;
 	case TOOLRUN__SESSION_STATE__SESSION_STATE_WAITING_INPUT:
 		fprintf(stderr, "toolrun: session %s: the command is waiting for input; "
 				"'toolrun session write %s TEXT' sends a line\n", id, id);
-		break;
+		return true;
 	case TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED:
-		if (strcmp(a->verb, "close") != 0)
+		if (!closing)
 			fprintf(stderr, "toolrun: session %s: closed: %s\n", id, r->message);
-		break;
+		return !closing;
 	case TOOLRUN__SESSION_STATE__SESSION_STATE_IDLE:
-		if (strcmp(a->verb, "close") != 0)
+		if (!closing)
 			fprintf(stderr, "toolrun: session %s: no command is running\n", id);
-		break;
+		return !closing;
 	default:
-		break;
+		return false;
 	}
+}
+
+/* The last line: what shaping cut, repeated from the marker in the
+ * middle of the output, where a model misses it; on a line of its own
+ * when the output ends inside one (and no line of ours followed it). */
+static void say_cut(const Toolrun__SessionReply *r, bool after_state)
+{
+	char cut[SESS_CUT_LINE_MAX];
+	const ProtobufCBinaryData *last = r->stderr.len ? &r->stderr : &r->stdout;
+	bool mid_line = !after_state && last->len && last->data[last->len - 1] != '\n';
+
+	sess_cut_line(r, cut, sizeof(cut));
+	if (cut[0])
+		fprintf(stderr, "%stoolrun: session %s: %s\n", mid_line ? "\n" : "", r->session,
+			cut);
 }
 
 static int show_reply(const Toolrun__SessionReply *r, const struct session_args *a)
@@ -185,7 +202,7 @@ static int show_reply(const Toolrun__SessionReply *r, const struct session_args 
 	} else {
 		write_all(STDOUT_FILENO, r->stdout.data, r->stdout.len);
 		write_all(STDERR_FILENO, r->stderr.data, r->stderr.len);
-		say_state(r, a);
+		say_cut(r, say_state(r, a));
 	}
 	/* close did what it was asked, whatever the command it ended. */
 	if (strcmp(a->verb, "close") == 0)

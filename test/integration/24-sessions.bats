@@ -302,6 +302,33 @@ daemon_fd_counts() {
 	session close "$sid" || true
 }
 
+@test "session: the last line of a text result repeats the cut: stream, range, spill file; nothing while it runs" {
+	new_session
+	run --separate-stderr session run "$sid" --timeout 60 -- 'seq 1 100000'
+	[ "$status" -eq 0 ]
+	local range spill
+	range=$(sed -n 's/^\.\.\.\[toolrun cut [0-9]* lines ([0-9]* bytes) of stdout here: \(lines [0-9]*-[0-9]* of 100000\);.*/\1/p' <<<"$output")
+	spill=$(sed -n 's/^\.\.\.\[toolrun cut .*; the whole stdout is in \(.*\)\]$/\1/p' <<<"$output")
+	[ -n "$range" ]
+	[ -f "$spill" ]
+	[ "$(tail -n 1 <<<"$stderr")" = "toolrun: session $sid: cut: stdout $range (at the marker above); the whole stdout is in $spill" ]
+	# Both streams, one of them cut inside a line: one line for both.
+	run --separate-stderr session run "$sid" --timeout 60 -- 'seq 1 100000; head -c 30000 /dev/zero | tr "\0" a >&2'
+	local both="^toolrun: session $sid: cut: stdout lines [0-9]+-[0-9]+ of 100000 \(at the marker above\); the whole stdout is in [^ ]+\. And stderr bytes [0-9]+-[0-9]+ of 30000, inside line 1 \(at the marker above\); the whole stderr is in [^ ]+$"
+	[[ "$(tail -n 1 <<<"$stderr")" =~ $both ]]
+	# Still running: no cut yet; at its end, the cut.
+	run --separate-stderr session run "$sid" --timeout 0.5 -- 'seq 1 100000; sleep 2'
+	[ "$status" -eq 124 ]
+	[[ "$stderr" != *"cut:"* ]]
+	run --separate-stderr session read "$sid" --timeout 30
+	[ "$status" -eq 0 ]
+	[[ "$(tail -n 1 <<<"$stderr")" == "toolrun: session $sid: cut: stdout lines "*" of 100000 (at the marker above); the whole stdout is in "* ]]
+	# Not cut: nothing said.
+	run --separate-stderr session run "$sid" --timeout 20 -- 'seq 1 5'
+	[ -z "$stderr" ]
+	session close "$sid" || true
+}
+
 @test "session: interrupt on a terminal is Ctrl-C for the foreground command" {
 	new_session --tty
 	run --separate-stderr session run "$sid" --timeout 0.5 --json -- 'sleep 30; echo NOT'

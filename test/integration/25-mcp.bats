@@ -215,6 +215,33 @@ print(len(texts))' "$TR_DIR/utf8.out"
 	[ "$output" = 3 ]
 }
 
+@test "25-mcp: the last line of a bash result repeats the cut: range and spill file; none while it runs" {
+	{
+		rpc 1 bash '{"command":"seq 1 100000; echo err >&2"}'
+		rpc 2 bash '{"command":"seq 1 100000; sleep 2","timeout":0.5}'
+		rpc 3 bash_output '{"timeout":30}'
+	} | "$TR_CLI" mcp --root "$MCP_ROOT" >"$TR_DIR/cut.out"
+	run "$PY" -c '
+import json, re, sys
+r = {}
+for raw in open(sys.argv[1], "rb"):
+    m = json.loads(raw)
+    r[m["id"]] = m["result"]
+for i in (1, 3):
+    sc, text = r[i]["structuredContent"], r[i]["content"][0]["text"]
+    marker = re.search(r"\.\.\.\[toolrun cut \d+ lines \(\d+ bytes\) of stdout here: (lines \d+-\d+ of 100000);", sc["stdout"])
+    assert marker, sc["stdout"][:300]
+    last = text.split("\n")[-1]
+    assert last == "[cut: stdout %s (at the marker above); the whole stdout is in %s]" % (marker.group(1), sc["stdout_spill"]), last
+running = r[2]["content"][0]["text"].split("\n")[-1]
+assert r[2]["structuredContent"]["state"] == "running" and running.startswith("[still running"), running
+assert "cut" not in running, running
+print("ok")' "$TR_DIR/cut.out"
+	printf '%s\n' "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = ok ]
+}
+
 # ---------------------------------------------------------------------
 # The MCP Inspector's CLI mode (the local copy: no network).
 

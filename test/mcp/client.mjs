@@ -298,8 +298,16 @@ scenarios.session = async () => {
 scenarios['large-output'] = async () => {
 	await withClient(async (client) => {
 		await listTools(client);
-		const r = bashIs('bash', await call(client, 'bash', { command: 'seq 1 100000', timeout: 60 }), 'done');
+		const res = await call(client, 'bash', { command: 'seq 1 100000', timeout: 60 });
+		const r = bashIs('bash', res, 'done');
 		check(r.exit_code === 0, 'exit 0', r.exit_code);
+		// The text's last line repeats the cut: models miss a notice in
+		// the middle of a long result.
+		const marker = /\.\.\.\[toolrun cut \d+ lines \(\d+ bytes\) of stdout here: (lines \d+-\d+ of 100000);/.exec(r.stdout);
+		check(marker !== null, 'the marker gives the range in lines', short(r.stdout, 300));
+		const last = textOf(res).split('\n').pop();
+		check(last === `[cut: stdout ${marker[1]} (at the marker above); the whole stdout is in ${r.stdout_spill}]`,
+			'the last line repeats the range and names the spill file', last);
 		check(/\.\.\.\[toolrun cut /.test(r.stdout), 'a marker line in stdout', short(r.stdout, 300));
 		check(r.stdout.startsWith('1\n2\n') && r.stdout.endsWith('99999\n100000\n'), 'head and tail kept', short(r.stdout, 300));
 		check(r.stdout.length < 20000, 'cut to its budget', r.stdout.length);
