@@ -1,7 +1,7 @@
 /*
  * The tools of `toolrun mcp` (docs/mcp.md): bash, bash_output, bash_input,
- * bash_interrupt over a toolrund session, and read_file, write_file,
- * edit_file and search over the front ends' module (front/). Each tool
+ * bash_interrupt, bash_kill over a toolrund session, and read_file,
+ * write_file, edit_file and search over the front ends' module (front/). Each tool
  * has an input and an output schema; a result carries structuredContent
  * and one text block written for the model, or isError with one line.
  *

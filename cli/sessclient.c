@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "connect.h"
@@ -200,6 +201,25 @@ bool sess_parse_seconds(const char *s, uint32_t *ms)
 		return false;
 	*ms = (uint32_t)(v * 1000 + 0.5);
 	return true;
+}
+
+bool sess_parse_signal(const char *s, int *signo)
+{
+	char *end;
+
+	errno = 0;
+	long n = strtol(s, &end, 10);
+	if (end != s && !*end && !errno) {
+		*signo = (int)n;
+		return n >= 1 && n <= SESS_MAX_SIGNAL;
+	}
+	const char *name = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
+	for (int i = 1; i < NSIG; i++)
+		if (sigabbrev_np(i) && strcasecmp(sigabbrev_np(i), name) == 0) {
+			*signo = i;
+			return true;
+		}
+	return false;
 }
 
 /* ------------------------------------------------------------------ */

@@ -18,6 +18,8 @@
 
 /* The longest wait a call may ask for (toolrun.proto). */
 #define SESS_MAX_TIMEOUT_MS 3600000u
+/* The highest signal a KILL may send (SessionCall.signal). */
+#define SESS_MAX_SIGNAL 64
 
 struct sess_client {
 	int fd;
@@ -68,6 +70,10 @@ int sess_client_record(struct sess_client *c, const struct front_record *r, char
 /* "1.5" seconds as milliseconds, from 0 to SESS_MAX_TIMEOUT_MS: the
  * --timeout of the CLI's verbs. */
 bool sess_parse_seconds(const char *s, uint32_t *ms);
+
+/* A signal as `kill -s` takes it: "TERM", "SIGTERM" (any case) or a
+ * number from 1 to 64 (real-time signals by number only). */
+bool sess_parse_signal(const char *s, int *signo);
 
 /* "idle", "running", "waiting_input", "done", "closed". */
 const char *sess_state_name(Toolrun__SessionState s);

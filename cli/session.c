@@ -7,6 +7,7 @@
  *   read ID [--timeout S]                           more of the running command
  *   write ID [-n] [--eof] [--timeout S] [TEXT]      input for the running command
  *   interrupt ID [--timeout S]                      Ctrl-C for it
+ *   kill ID [--signal SIG] [--timeout S]            kill it, keep the shell
  *   close ID                                        end the session
  *   list                                            the caller's sessions
  *
@@ -53,6 +54,7 @@ struct session_args {
 	bool no_newline;
 	bool has_timeout;
 	uint32_t timeout_ms;
+	int signal;          /* --signal; 0 until given */
 	const char *cwd;
 	char here[PATH_MAX]; /* our working directory, without --cwd */
 	char **env;          /* --env entries */
@@ -73,6 +75,7 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 			"       toolrun session read ID [--timeout S]\n"
 			"       toolrun session write ID [-n] [--eof] [--timeout S] [TEXT]\n"
 			"       toolrun session interrupt ID [--timeout S]\n"
+			"       toolrun session kill ID [--signal SIG] [--timeout S]\n"
 			"       toolrun session close ID\n"
 			"       toolrun session list\n"
 			"each with --json for one JSON object on stdout (docs/sessions.md)\n");
@@ -111,6 +114,10 @@ static int parse_args(int argc, char **argv, struct session_args *a)
 				return usage_error("--timeout %s: not a number of seconds from 0 to 3600",
 						   argv[i]);
 			a->has_timeout = true;
+		} else if (strcmp(o, "--signal") == 0 && has_value) {
+			if (!sess_parse_signal(argv[++i], &a->signal))
+				return usage_error("--signal %s: not a signal (TERM, SIGTERM or a "
+						   "number from 1 to %d)", argv[i], SESS_MAX_SIGNAL);
 		} else if (strcmp(o, "--cwd") == 0 && has_value) {
 			a->cwd = argv[++i];
 		} else if (strcmp(o, "--env") == 0 && has_value) {
@@ -151,9 +158,14 @@ static bool say_state(const Toolrun__SessionReply *r, const struct session_args 
 
 	switch (r->state) {
 	case TOOLRUN__SESSION_STATE__SESSION_STATE_RUNNING:
-		fprintf(stderr, "toolrun: session %s: the command is still running; "
-				"'toolrun session read %s --timeout S' waits up to S seconds for "
-				"more\n", id, id);
+		if (strcmp(a->verb, "interrupt") == 0)
+			fprintf(stderr, "toolrun: session %s: the command is still running after "
+					"the interrupt (it may ignore SIGINT); 'toolrun session kill "
+					"%s' kills it\n", id, id);
+		else
+			fprintf(stderr, "toolrun: session %s: the command is still running; "
+					"'toolrun session read %s --timeout S' waits up to S seconds "
+					"for more\n", id, id);
 		return true;
 	case TOOLRUN__SESSION_STATE__SESSION_STATE_WAITING_INPUT:
 		fprintf(stderr, "toolrun: session %s: the command is waiting for input; "
@@ -304,6 +316,7 @@ static int fill_call(struct session_args *a, Toolrun__SessionCall *sc, char **ow
 		{"read", TOOLRUN__SESSION_OP__SESSION_OP_READ, 0},
 		{"write", TOOLRUN__SESSION_OP__SESSION_OP_WRITE, 1000},
 		{"interrupt", TOOLRUN__SESSION_OP__SESSION_OP_INTERRUPT, 1000},
+		{"kill", TOOLRUN__SESSION_OP__SESSION_OP_KILL, 1000},
 		{"close", TOOLRUN__SESSION_OP__SESSION_OP_CLOSE, 0},
 		{"list", TOOLRUN__SESSION_OP__SESSION_OP_LIST, 0},
 	};
@@ -315,6 +328,10 @@ static int fill_call(struct session_args *a, Toolrun__SessionCall *sc, char **ow
 	sc->op = verbs[v].op;
 	sc->session = (char *)(a->id ? a->id : "");
 	sc->timeout_ms = a->has_timeout ? a->timeout_ms : verbs[v].default_ms;
+	if (a->signal && sc->op != TOOLRUN__SESSION_OP__SESSION_OP_KILL)
+		return usage_error("%s: --signal is for kill only", a->verb);
+	if (sc->op == TOOLRUN__SESSION_OP__SESSION_OP_KILL)
+		sc->signal = a->signal ? a->signal : SIGKILL;
 	if (sc->op == TOOLRUN__SESSION_OP__SESSION_OP_RUN) {
 		if (a->nrest == 0)
 			return usage_error("%s", "run: no command (put it after --)");

@@ -63,7 +63,7 @@ scenario() {
 	scenario initialize
 }
 
-@test "25-mcp: tools/list: eight tools, each with input and output schemas" {
+@test "25-mcp: tools/list: nine tools, each with input and output schemas" {
 	scenario tools-list
 }
 
@@ -114,6 +114,13 @@ scenario() {
 @test "25-mcp: pipelined calls cancelled in the same write never run; a ping behind them is answered at once" {
 	scenario pipelined
 }
+
+@test "25-mcp: bash_kill: a command that ignores Ctrl-C is killed, the shell and its state kept" {
+	scenario kill
+}
+
+# ---------------------------------------------------------------------
+# The server and its session, over raw lines.
 
 # rpc ID TOOL ARGS_JSON: one tools/call line.
 rpc() {
@@ -281,7 +288,7 @@ inspector_tool() {
 @test "25-mcp: Inspector CLI: tools/list" {
 	inspector --method tools/list
 	[ "$(jget 'sorted(t["name"] for t in r["tools"])')" = \
-		'["bash", "bash_input", "bash_interrupt", "bash_output", "edit_file", "read_file", "search", "write_file"]' ]
+		'["bash", "bash_input", "bash_interrupt", "bash_kill", "bash_output", "edit_file", "read_file", "search", "write_file"]' ]
 	[ "$(jget 'all("outputSchema" in t and "inputSchema" in t for t in r["tools"])')" = true ]
 }
 

@@ -18,7 +18,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import Ajv from 'ajv';
 
-const TOOLS = ['bash', 'bash_output', 'bash_input', 'bash_interrupt',
+const TOOLS = ['bash', 'bash_output', 'bash_input', 'bash_interrupt', 'bash_kill',
 	'read_file', 'write_file', 'edit_file', 'search'];
 const PROTOCOL_LATEST = '2025-11-25';
 const PROTOCOL_PREVIOUS = '2025-06-18';
@@ -194,7 +194,7 @@ scenarios['tools-list'] = async () => {
 	await withClient(async (client) => {
 		const tools = await listTools(client);
 		const names = tools.map((t) => t.name).sort();
-		check(JSON.stringify(names) === JSON.stringify([...TOOLS].sort()), 'the eight tools', names);
+		check(JSON.stringify(names) === JSON.stringify([...TOOLS].sort()), `the ${TOOLS.length} tools`, names);
 		for (const t of tools) {
 			check(typeof t.description === 'string' && t.description.length > 0, `${t.name}: a description`);
 			check(t.inputSchema && t.inputSchema.type === 'object', `${t.name}: inputSchema of type object`, t.inputSchema);
@@ -389,6 +389,51 @@ async function cancelInOther(other) {
 		check(seen.stdout === 'own\nno-other\n', "the own session's file is there, the cancelled one's is not", seen.stdout);
 	});
 }
+
+// bash_kill: a command that ignores Ctrl-C is killed and the shell kept;
+// a loop in the shell itself is interrupted; one in a shell that ignores
+// SIGINT ends the session, which the result says.
+scenarios.kill = async () => {
+	await withClient(async (client) => {
+		await listTools(client);
+		let r = bashIs('bash', await call(client, 'bash', { command: 'V=kept-by-kill; trap "" INT; sleep 60', timeout: 1 }), 'running');
+		const sid = r.session;
+		r = bashIs('bash_interrupt', await call(client, 'bash_interrupt', { timeout: 2 }), 'running');
+		note('bash_interrupt: the command ignores SIGINT and still runs');
+		let res = await call(client, 'bash_kill', { timeout: 30 });
+		r = bashIs('bash_kill', res, 'done');
+		check(r.exit_code === 137 && r.session === sid, 'bash_kill: done, exit 137 (128+SIGKILL)', r);
+		let last = textOf(res).split('\n').pop();
+		check(/killed/.test(last) && /shell and its state .* kept/.test(last), 'the status line says the processes were killed and the shell kept', last);
+		r = bashIs('bash', await call(client, 'bash', { command: 'echo "$V"' }), 'done');
+		check(r.stdout === 'kept-by-kill\n' && r.session === sid, 'the next command runs in the same shell, its variable there', r);
+		// Another signal, by name and by number.
+		bashIs('bash', await call(client, 'bash', { command: 'sleep 60', timeout: 1 }), 'running');
+		r = bashIs('bash_kill', await call(client, 'bash_kill', { signal: 'TERM', timeout: 30 }), 'done');
+		check(r.exit_code === 143, 'signal TERM: exit 143', r);
+		bashIs('bash', await call(client, 'bash', { command: 'sleep 60', timeout: 1 }), 'running');
+		r = bashIs('bash_kill', await call(client, 'bash_kill', { signal: 10, timeout: 30 }), 'done');
+		check(r.exit_code === 138, 'signal 10 (SIGUSR1): exit 138', r);
+		refused('bash_kill', await call(client, 'bash_kill', { signal: 'NOSUCH' }), 'SYNTAX');
+		refused('bash_kill', await call(client, 'bash_kill', { signal: 65 }), 'SYNTAX');
+		// A loop of builtins: no process below the shell to kill.
+		bashIs('bash', await call(client, 'bash', { command: 'while :; do :; done', timeout: 1 }), 'running');
+		r = bashIs('bash_kill', await call(client, 'bash_kill', { timeout: 30 }), 'done');
+		check(r.session === sid, 'a loop in the shell ends, the session kept', r);
+		r = bashIs('bash', await call(client, 'bash', { command: 'echo "$V"' }), 'done');
+		check(r.stdout === 'kept-by-kill\n' && r.session === sid, 'the shell is the same one', r);
+		// The same loop in a shell that ignores SIGINT: only ending the
+		// shell stops it.
+		bashIs('bash', await call(client, 'bash', { command: 'trap "" INT; while :; do :; done', timeout: 1 }), 'running');
+		res = await call(client, 'bash_kill', { timeout: 30 });
+		r = bashIs('bash_kill', res, 'closed');
+		check(/ignores SIGINT/.test(r.message), "the session was closed, the daemon's reason given", r.message);
+		last = textOf(res).split('\n').pop();
+		check(last.includes(`session ${sid} closed`) && last.includes(r.message), 'the status line says the session was closed, and why', last);
+		r = bashIs('bash', await call(client, 'bash', { command: 'echo "new ${V:-shell}"' }), 'done');
+		check(r.stdout === 'new shell\n' && r.session !== sid, 'the next bash call starts a new session', r);
+	});
+};
 
 // Lines written in one write: calls, their cancellations and a ping. A
 // cancelled call still queued never runs and gets no answer; the ping is
@@ -684,7 +729,7 @@ scenarios.concurrent = async () => {
 };
 
 const ORDER = ['initialize', 'tools-list', 'tools-each', 'session', 'large-output', 'cancel', 'cancel-raw',
-	'cancel-other-session', 'pipelined',
+	'cancel-other-session', 'pipelined', 'kill',
 	'progress', 'paths', 'bad-arguments', 'garbage', 'concurrent'];
 
 // ---------------------------------------------------------------------
