@@ -4,10 +4,16 @@
  * and 2025-06-18). json-c parses and writes every message.
  *
  * One thread. Requests are served in order; while a tool waits for a
- * toolrund session the server keeps reading its input, so that a ping is
- * answered at once, notifications/cancelled interrupts the command, and
- * progress notifications go out once a second to a client that asked
- * for them. Other requests wait their turn in a queue.
+ * toolrund session the server keeps reading its input, and progress
+ * notifications go out once a second to a client that asked for them.
+ * Each message is looked at as soon as it is read, even when many came
+ * in one read: a ping is answered at once, notifications/cancelled
+ * interrupts the command or drops the queued request it names. Other
+ * requests wait their turn in a queue.
+ *
+ * At the end of input, and on SIGTERM, SIGHUP or SIGINT, the server
+ * closes the session it made (unless --keep-sessions), so that a client
+ * that starts a server per task leaves no bash behind.
  */
 #include "mcp.h"
 
@@ -21,6 +27,7 @@
 
 #include <json-c/json.h>
 
+#include "jsontext.h"
 #include "mcptools.h"
 #include "util.h"
 
@@ -39,6 +46,26 @@ enum {
 };
 
 static const char *const versions[] = {"2025-11-25", "2025-06-18"};
+
+/* SIGTERM, SIGHUP or SIGINT arrived: the server stops, closing its
+ * session first. Handlers interrupt reads and polls (no SA_RESTART), so
+ * that the loops see it. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void catch_stop_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_stop_signal};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+}
 
 /* A line read: a message, or why it is none (a static string). */
 struct queued {
@@ -63,15 +90,19 @@ struct mcp_server {
 /* ------------------------------------------------------------------ */
 /* Output                                                              */
 
+/* One line, valid UTF-8 whatever bytes a path, an error or a command's
+ * output held (json_line). */
 static void send_message(struct mcp_server *S, struct json_object *m)
 {
-	const char *s = json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN |
-								  JSON_C_TO_STRING_NOSLASHESCAPE);
-	size_t n = strlen(s);
+	size_t n;
+	char *s = json_line(m, &n);
 
+	if (!s)
+		S->out_broken = true; /* out of memory: nothing sane to say */
 	if (!S->out_broken && (write_all(STDOUT_FILENO, s, n) < 0 ||
 			       write_all(STDOUT_FILENO, "\n", 1) < 0))
 		S->out_broken = true;
+	free(s);
 	json_object_put(m);
 }
 
@@ -166,6 +197,27 @@ static bool queue_push(struct mcp_server *S, struct json_object *m, const char *
 	return true;
 }
 
+/* An id MCP allows: a string or an integer (a null id is present but no
+ * id: MCP forbids it). */
+static bool id_valid(struct json_object *id)
+{
+	return id && (json_object_is_type(id, json_type_string) ||
+		      json_object_is_type(id, json_type_int));
+}
+
+/* A JSON-RPC 2.0 request or notification: "jsonrpc":"2.0", a string
+ * method, and a valid id when there is one. */
+static bool well_formed(struct json_object *m)
+{
+	struct json_object *version = member(m, "jsonrpc");
+	bool has_id = json_object_is_type(m, json_type_object) &&
+		      json_object_object_get_ex(m, "id", NULL);
+
+	return method_of(m) && version && json_object_is_type(version, json_type_string) &&
+	       strcmp(json_object_get_string(version), "2.0") == 0 &&
+	       (!has_id || id_valid(member(m, "id")));
+}
+
 /* A cancelled request still waiting its turn is dropped, unanswered. */
 static bool drop_queued(struct mcp_server *S, struct json_object *id)
 {
@@ -179,19 +231,26 @@ static bool drop_queued(struct mcp_server *S, struct json_object *id)
 	return false;
 }
 
-/* While a tool waits: a ping is answered and a cancellation acted on at
- * once; anything else waits its turn. */
-static void interject(struct mcp_server *S, struct json_object *m)
+/* Every message as soon as it is read, whether a tool waits or the
+ * queue still holds calls to serve (a client may write many lines at
+ * once): a ping is answered and a cancellation acted on at once, so that
+ * a cancelled call still queued never runs; anything else waits its
+ * turn. */
+static void take_message(struct mcp_server *S, struct json_object *m)
 {
 	const char *method = method_of(m);
 	struct json_object *id = member(m, "id");
 
-	if (method && id && strcmp(method, "ping") == 0) {
+	if (!well_formed(m)) {
+		queue_push(S, m, NULL); /* its error is answered in its turn */
+		return;
+	}
+	if (id && strcmp(method, "ping") == 0) {
 		send_result(S, id, json_object_new_object());
 		json_object_put(m);
 		return;
 	}
-	if (method && !id && strcmp(method, "notifications/cancelled") == 0) {
+	if (!id && strcmp(method, "notifications/cancelled") == 0) {
 		struct json_object *target = member(member(m, "params"), "requestId");
 		if (target && S->call_id && json_object_equal(target, S->call_id) &&
 		    !S->call_cancelled) {
@@ -237,7 +296,7 @@ static struct json_object *parse_line(char *line, size_t len, const char **error
 	return m;
 }
 
-static void take_line(struct mcp_server *S, char *line, size_t len, bool waiting)
+static void take_line(struct mcp_server *S, char *line, size_t len)
 {
 	const char *error;
 
@@ -248,14 +307,12 @@ static void take_line(struct mcp_server *S, char *line, size_t len, bool waiting
 	struct json_object *m = parse_line(line, len, &error);
 	if (error)
 		queue_push(S, NULL, error); /* answered in its turn */
-	else if (waiting)
-		interject(S, m);
 	else
-		queue_push(S, m, NULL);
+		take_message(S, m);
 }
 
 /* Split what was read into lines. */
-static void take_lines(struct mcp_server *S, bool waiting)
+static void take_lines(struct mcp_server *S)
 {
 	size_t start = 0;
 
@@ -263,7 +320,7 @@ static void take_lines(struct mcp_server *S, bool waiting)
 		if (S->in[i] != '\n')
 			continue;
 		if (!S->skipping)
-			take_line(S, S->in + start, i - start, waiting);
+			take_line(S, S->in + start, i - start);
 		S->skipping = false;
 		start = i + 1;
 	}
@@ -278,7 +335,7 @@ static void take_lines(struct mcp_server *S, bool waiting)
 }
 
 /* One read of stdin; false at its end. */
-static bool read_input(struct mcp_server *S, bool waiting)
+static bool read_input(struct mcp_server *S)
 {
 	if (S->in_cap - S->in_len < 65536) {
 		size_t cap = S->in_cap ? S->in_cap * 2 : 131072;
@@ -290,22 +347,21 @@ static bool read_input(struct mcp_server *S, bool waiting)
 		S->in = p;
 		S->in_cap = cap;
 	}
-	ssize_t n;
-	do
-		n = read(STDIN_FILENO, S->in + S->in_len, S->in_cap - S->in_len);
-	while (n < 0 && errno == EINTR);
+	ssize_t n = read(STDIN_FILENO, S->in + S->in_len, S->in_cap - S->in_len);
+	if (n < 0 && errno == EINTR)
+		return true; /* a signal: the caller looks at stop_signal */
 	if (n <= 0) {
 		/* A last line without a newline still counts. */
 		if (S->in_len && !S->skipping) {
 			S->in[S->in_len] = '\n';
 			S->in_len++;
-			take_lines(S, waiting);
+			take_lines(S);
 		}
 		S->in_eof = true;
 		return false;
 	}
 	S->in_len += (size_t)n;
-	take_lines(S, waiting);
+	take_lines(S);
 	return true;
 }
 
@@ -313,7 +369,7 @@ static bool read_input(struct mcp_server *S, bool waiting)
 static bool next_message(struct mcp_server *S, struct queued *q)
 {
 	while (!S->q_len) {
-		if (S->in_eof || S->out_broken || !read_input(S, false))
+		if (stop_signal || S->in_eof || S->out_broken || !read_input(S))
 			if (!S->q_len)
 				return false;
 	}
@@ -345,6 +401,11 @@ static int wait_answer(struct mcp_server *S, struct mcp_tools *T, Toolrun__Sessi
 		}
 		int wait = (int)(MIN(deadline, next_tick) - now);
 		int r = poll(p, 2, wait < 0 ? 0 : wait);
+		if (stop_signal) {
+			snprintf(why, len, "the server is stopping (SIG%s)",
+				 sigabbrev_np(stop_signal));
+			return -1;
+		}
 		if (r < 0 && errno != EINTR) {
 			snprintf(why, len, "poll: %s", strerror(errno));
 			return -1;
@@ -354,7 +415,7 @@ static int wait_answer(struct mcp_server *S, struct mcp_tools *T, Toolrun__Sessi
 		/* At the end of input the answers are still wanted (a client
 		 * that pipes its requests): the wait goes on. */
 		if (r > 0 && p[1].revents)
-			read_input(S, true);
+			read_input(S);
 		if (S->out_broken) {
 			snprintf(why, len, "the client closed its output");
 			return -1;
@@ -460,7 +521,6 @@ static void serve(struct mcp_server *S, const struct queued *q)
 	struct json_object *m = q->m;
 	const char *method = method_of(m);
 	struct json_object *id = member(m, "id");
-	struct json_object *version = member(m, "jsonrpc");
 
 	if (q->dropped)
 		return;
@@ -477,14 +537,8 @@ static void serve(struct mcp_server *S, const struct queued *q)
 	/* A response to a request of ours: we make none. */
 	if (!method && (member(m, "result") || member(m, "error")))
 		return;
-	/* A null id is present but no id: MCP forbids it. */
-	bool has_id = json_object_is_type(m, json_type_object) &&
-		      json_object_object_get_ex(m, "id", NULL);
-	bool id_ok = id && (json_object_is_type(id, json_type_string) ||
-			    json_object_is_type(id, json_type_int));
-	if (!method || !version || strcmp(json_object_get_string(version), "2.0") != 0 ||
-	    (has_id && !id_ok)) {
-		send_error(S, id_ok ? id : NULL, RPC_INVALID_REQUEST,
+	if (!well_formed(m)) {
+		send_error(S, id_valid(id) ? id : NULL, RPC_INVALID_REQUEST,
 			   "not a JSON-RPC 2.0 request: it needs \"jsonrpc\":\"2.0\", a string "
 			   "\"method\" and a string or integer \"id\"");
 		return;
@@ -505,16 +559,19 @@ static void serve(struct mcp_server *S, const struct queued *q)
 static int usage(const char *why)
 {
 	fprintf(stderr, "toolrun mcp: %s\n"
-			"usage: toolrun mcp [--root DIR] [--session ID] [--extensions LIST] "
-			"[--index FILE] [--embed-command CMD]\n", why);
+			"usage: toolrun mcp [--root DIR] [--session ID] [--keep-sessions] "
+			"[--extensions LIST] [--index FILE] [--embed-command CMD]\n", why);
 	return 2;
 }
 
 static int parse_options(int argc, char **argv, struct mcp_options *o)
 {
-	for (int i = 0; i < argc; i += 2) {
+	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(a, "--keep-sessions") == 0) {
+			o->keep_sessions = true;
+			continue;
+		}
 		const char **slot = strcmp(a, "--root") == 0		? &o->root
 				    : strcmp(a, "--session") == 0	? &o->session
 				    : strcmp(a, "--extensions") == 0	? &o->extensions
@@ -526,9 +583,9 @@ static int parse_options(int argc, char **argv, struct mcp_options *o)
 			snprintf(why, sizeof(why), "unknown option: %.200s", a);
 			return usage(why);
 		}
-		if (!v)
+		if (i + 1 == argc)
 			return usage("an option lacks its value");
-		*slot = v;
+		*slot = argv[++i];
 	}
 	return 0;
 }
@@ -548,16 +605,23 @@ int mcp_main(const struct config *cfg, int argc, char **argv)
 	}
 	/* A client that goes away is an error on write, not a signal. */
 	signal(SIGPIPE, SIG_IGN);
+	catch_stop_signals();
 	S.T.wait_call = wait_call;
 	S.T.server = &S;
-	while (!S.out_broken && next_message(&S, &q)) {
+	while (!S.out_broken && !stop_signal && next_message(&S, &q)) {
 		serve(&S, &q);
 		json_object_put(q.m);
 	}
+	mcp_tools_end(&S.T);
 	while (S.q_len)
 		json_object_put(S.queue[S.q_head + --S.q_len].m);
 	free(S.queue);
 	free(S.in);
 	mcp_tools_free(&S.T);
+	if (stop_signal) {
+		/* Ended by the signal, as the client that sent it expects. */
+		signal(stop_signal, SIG_DFL);
+		raise(stop_signal);
+	}
 	return 0;
 }

@@ -224,6 +224,7 @@ static int new_session(struct mcp_tools *T, char *why, size_t len)
 		r = -1;
 	} else {
 		snprintf(T->session, sizeof(T->session), "%s", a.reply->session);
+		T->own_session = true;
 	}
 	sess_answer_free(&a);
 	return r;
@@ -254,15 +255,28 @@ static int session_call(struct mcp_tools *T, struct json_object *args, Toolrun__
 }
 
 
+/* After a KILL's command ended: what became of it and of the shell. A
+ * command with no process below the shell (a loop of builtins) was
+ * interrupted instead, which the reply does not tell apart. */
+static const char *kill_note(const Toolrun__SessionCall *sc, const Toolrun__Exit *e)
+{
+	if (sc->op != TOOLRUN__SESSION_OP__SESSION_OP_KILL || !e)
+		return "";
+	return "; the command's processes were killed (a loop in the shell itself was "
+	       "interrupted); the shell and its state (directory, variables, functions) are kept";
+}
+
 /* The last line of a command's text: what happened and what to do. */
-static void status_line(const Toolrun__SessionReply *r, char *s, size_t len)
+static void status_line(const Toolrun__SessionCall *sc, const Toolrun__SessionReply *r, char *s,
+			size_t len)
 {
 	const Toolrun__Exit *e = r->exit;
 
 	switch (r->state) {
 	case TOOLRUN__SESSION_STATE__SESSION_STATE_RUNNING:
 		snprintf(s, len, "[still running in session %s: call bash_output to wait for more, "
-				 "bash_input to send input, bash_interrupt to stop it]", r->session);
+				 "bash_input to send input, bash_interrupt to stop it (bash_kill if "
+				 "it ignores Ctrl-C)]", r->session);
 		return;
 	case TOOLRUN__SESSION_STATE__SESSION_STATE_WAITING_INPUT:
 		snprintf(s, len, "[waiting for input in session %s: call bash_input with the text, "
@@ -278,25 +292,28 @@ static void status_line(const Toolrun__SessionReply *r, char *s, size_t len)
 	default:
 		break;
 	}
+	const char *note = kill_note(sc, e);
 	if (e && e->status_case == TOOLRUN__EXIT__STATUS_SIGNAL)
-		snprintf(s, len, "[killed by signal %s after %llu ms]",
+		snprintf(s, len, "[killed by signal %s after %llu ms%s]",
 			 sigabbrev_np(e->signal) ? sigabbrev_np(e->signal) : "?",
-			 (unsigned long long)(e->duration_us / 1000));
+			 (unsigned long long)(e->duration_us / 1000), note);
 	else if (e && e->code > 128 && e->code < 128 + NSIG && sigabbrev_np(e->code - 128))
 		/* bash's status for a command a signal ended (an interrupt:
 		 * 130, SIGINT). */
-		snprintf(s, len, "[exit %d (128+SIG%s) after %llu ms]", e->code,
-			 sigabbrev_np(e->code - 128), (unsigned long long)(e->duration_us / 1000));
+		snprintf(s, len, "[exit %d (128+SIG%s) after %llu ms%s]", e->code,
+			 sigabbrev_np(e->code - 128), (unsigned long long)(e->duration_us / 1000),
+			 note);
 	else
-		snprintf(s, len, "[exit %d after %llu ms]", e ? e->code : 0,
-			 (unsigned long long)(e ? e->duration_us / 1000 : 0));
+		snprintf(s, len, "[exit %d after %llu ms%s]", e ? e->code : 0,
+			 (unsigned long long)(e ? e->duration_us / 1000 : 0), note);
 }
 
-/* The model's text: stdout, stderr after a label, then the status. */
-static char *command_text(const Toolrun__SessionReply *r)
+/* The model's text: stdout, stderr after a label, then the status, and
+ * last what shaping cut, if anything (sess_cut_line). */
+static char *command_text(const Toolrun__SessionCall *sc, const Toolrun__SessionReply *r)
 {
 	struct front_buf t = {0};
-	char status[512];
+	char status[512], cut[SESS_CUT_LINE_MAX];
 
 	front_buf_add(&t, "", 0);
 	front_buf_add(&t, (const char *)r->stdout.data, r->stdout.len);
@@ -308,12 +325,19 @@ static char *command_text(const Toolrun__SessionReply *r)
 	}
 	if (front_buf_mid_line(&t))
 		front_buf_add(&t, "\n", 1);
-	status_line(r, status, sizeof(status));
+	status_line(sc, r, status, sizeof(status));
 	front_buf_add(&t, status, strlen(status));
+	sess_cut_line(r, cut, sizeof(cut));
+	if (cut[0]) {
+		front_buf_add(&t, "\n[", 2);
+		front_buf_add(&t, cut, strlen(cut));
+		front_buf_add(&t, "]", 1);
+	}
 	return t.p;
 }
 
-static struct json_object *command_result(struct mcp_tools *T, struct sess_answer *a)
+static struct json_object *command_result(struct mcp_tools *T, const Toolrun__SessionCall *sc,
+					  struct sess_answer *a)
 {
 	const Toolrun__SessionReply *r = a->reply;
 
@@ -328,7 +352,7 @@ static struct json_object *command_result(struct mcp_tools *T, struct sess_answe
 	if (r->state == TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED &&
 	    strcmp(r->session, T->session) == 0)
 		T->session[0] = 0;
-	char *text = command_text(r);
+	char *text = command_text(sc, r);
 	struct json_object *res = tool_result(sess_reply_json(r), text ? text : "");
 	free(text);
 	sess_answer_free(a);
@@ -360,7 +384,7 @@ static struct json_object *run_session_op(struct mcp_tools *T, struct json_objec
 			return fail(FRONT_EXECUTION, "TOOLRUND", "%s", why);
 		}
 	}
-	return command_result(T, &a);
+	return command_result(T, sc, &a);
 }
 
 static struct json_object *tool_bash(struct mcp_tools *T, struct json_object *args)
@@ -445,7 +469,9 @@ static struct json_object *tool_bash_interrupt(struct mcp_tools *T, struct json_
 	return run_session_op(T, args, &sc, false);
 }
 
-void mcp_tools_interrupt(struct mcp_tools *T, const char *session)
+/* op on session, on a connection of its own: the main one may wait for
+ * an answer. Best effort. */
+static void side_call(struct mcp_tools *T, const char *session, Toolrun__SessionOp op)
 {
 	struct sess_client c;
 	struct sess_answer a;
@@ -454,11 +480,55 @@ void mcp_tools_interrupt(struct mcp_tools *T, const char *session)
 
 	if (sess_client_open(&c, T->cfg, why, sizeof(why)) < 0)
 		return;
-	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_INTERRUPT;
+	sc.op = op;
 	sc.session = (char *)session;
 	if (sess_client_call(&c, &sc, -1, &a, why, sizeof(why)) == 0)
 		sess_answer_free(&a);
 	sess_client_close(&c);
+}
+
+/* signal: absent (SIGKILL), a name ("TERM", "SIGTERM") or a number. */
+static bool arg_signal(struct json_object *args, int *signo)
+{
+	struct json_object *v;
+
+	*signo = SIGKILL;
+	if (!json_object_object_get_ex(args, "signal", &v) || json_object_is_type(v, json_type_null))
+		return true;
+	if (json_object_is_type(v, json_type_int)) {
+		int64_t n = json_object_get_int64(v);
+		*signo = (int)n;
+		return n >= 1 && n <= SESS_MAX_SIGNAL;
+	}
+	return json_object_is_type(v, json_type_string) &&
+	       sess_parse_signal(json_object_get_string(v), signo);
+}
+
+static struct json_object *tool_bash_kill(struct mcp_tools *T, struct json_object *args)
+{
+	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
+	bool bad = false;
+	double t = arg_number(args, "timeout", 1, 3600, &bad);
+
+	arg_string(args, "session", &bad);
+	if (bad || !arg_signal(args, &sc.signal))
+		return bad_arguments("bash_kill", "session is a string; timeout is seconds; signal "
+						  "is a name (TERM, SIGTERM) or a number from 1 to 64");
+	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_KILL;
+	sc.timeout_ms = timeout_ms(t);
+	return run_session_op(T, args, &sc, false);
+}
+
+void mcp_tools_interrupt(struct mcp_tools *T, const char *session)
+{
+	side_call(T, session, TOOLRUN__SESSION_OP__SESSION_OP_INTERRUPT);
+}
+
+void mcp_tools_end(struct mcp_tools *T)
+{
+	if (T->own_session && T->session[0] && !T->keep_sessions)
+		side_call(T, T->session, TOOLRUN__SESSION_OP__SESSION_OP_CLOSE);
+	T->own_session = false;
 }
 
 /* ------------------------------------------------------------------ */
@@ -686,6 +756,18 @@ static const struct mcp_tool tools[] = {
 	 "session and its state live on.",
 	 "{\"type\":\"object\",\"properties\":{" SESSION_ARG "," TIMEOUT_ARG("1") "}}",
 	 COMMAND_OUTPUT, tool_bash_interrupt},
+	{"bash_kill", "Kill the command",
+	 "Kill the command running in the session when bash_interrupt does not stop it: the "
+	 "signal (default SIGKILL) goes to every process the command started, wherever it went; "
+	 "the session's shell and its state (directory, variables, functions) live on. A command "
+	 "that runs in the shell itself (a loop of builtins) is interrupted instead; if the shell "
+	 "ignores SIGINT too, only ending the shell stops it, and the session is closed (the "
+	 "result says why).",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"signal\":{\"type\":[\"string\",\"integer\"],\"description\":\"The signal to send: a "
+	 "name (TERM, SIGTERM) or a number from 1 to 64 (default KILL)\"},"
+	 SESSION_ARG "," TIMEOUT_ARG("1") "}}",
+	 COMMAND_OUTPUT, tool_bash_kill},
 	{"read_file", "Read a file",
 	 "Read a text file's lines, numbered, within the output budget: `offset` is the first line "
 	 "(from 1), `limit` how many; with `from_end`, `offset` counts from the end. Gives the total "
@@ -783,6 +865,7 @@ int mcp_tools_init(struct mcp_tools *T, const struct config *cfg, const struct m
 		return -1;
 	if (o->session)
 		snprintf(T->session, sizeof(T->session), "%s", o->session);
+	T->keep_sessions = o->keep_sessions;
 	T->search.index_path = o->index_path;
 	T->search.embed_command = o->embed_command;
 	T->budget.max_bytes = cfg->defaults.max_bytes;

@@ -1,7 +1,7 @@
 /*
  * The tools of `toolrun mcp` (docs/mcp.md): bash, bash_output, bash_input,
- * bash_interrupt over a toolrund session, and read_file, write_file,
- * edit_file and search over the front ends' module (front/). Each tool
+ * bash_interrupt, bash_kill over a toolrund session, and read_file,
+ * write_file, edit_file and search over the front ends' module (front/). Each tool
  * has an input and an output schema; a result carries structuredContent
  * and one text block written for the model, or isError with one line.
  *
@@ -28,6 +28,7 @@ struct mcp_options {
 	const char *extensions;    /* NULL: any */
 	const char *index_path;    /* NULL: search.h's default */
 	const char *embed_command; /* NULL: none */
+	bool keep_sessions;        /* the session made stays after the server */
 };
 
 struct mcp_tools;
@@ -43,6 +44,8 @@ struct mcp_tools {
 	struct search_options search;
 	struct read_budget budget;
 	char session[65];       /* the default session; "" until the first bash */
+	bool own_session;       /* session was made by this server */
+	bool keep_sessions;
 	struct sess_client conn; /* fd -1 until the first use */
 	bool audit_warned;      /* said once that records cannot reach toolrund */
 	int64_t audit_retry_ms; /* no new connection for records before this */
@@ -63,5 +66,8 @@ struct json_object *mcp_tools_call(struct mcp_tools *T, const char *name,
 /* Interrupt the command of session on a connection of its own (the main
  * one is waiting): for a cancelled call. */
 void mcp_tools_interrupt(struct mcp_tools *T, const char *session);
+/* The server ends: close the session it made, unless keep_sessions (its
+ * bash and what runs in it would otherwise wait out session_idle). */
+void mcp_tools_end(struct mcp_tools *T);
 
 #endif

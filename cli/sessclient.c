@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "connect.h"
 #include "jsontext.h"
+#include "sbuf.h"
 #include "util.h"
 #include "wire.h"
 
@@ -201,6 +203,25 @@ bool sess_parse_seconds(const char *s, uint32_t *ms)
 	return true;
 }
 
+bool sess_parse_signal(const char *s, int *signo)
+{
+	char *end;
+
+	errno = 0;
+	long n = strtol(s, &end, 10);
+	if (end != s && !*end && !errno) {
+		*signo = (int)n;
+		return n >= 1 && n <= SESS_MAX_SIGNAL;
+	}
+	const char *name = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
+	for (int i = 1; i < NSIG; i++)
+		if (sigabbrev_np(i) && strcasecmp(sigabbrev_np(i), name) == 0) {
+			*signo = i;
+			return true;
+		}
+	return false;
+}
+
 /* ------------------------------------------------------------------ */
 /* What a reply says                                                   */
 
@@ -313,4 +334,154 @@ int sess_command_status(const Toolrun__SessionReply *r)
 	if (e->status_case == TOOLRUN__EXIT__STATUS_SIGNAL)
 		return 128 + e->signal;
 	return e->code;
+}
+
+/* ------------------------------------------------------------------ */
+/* What shaping cut                                                    */
+
+/* The marker's words (daemon/shape.c, emit_marker): "...[toolrun cut "
+ * COUNT " of " WHOSE " here: " RANGE "; " WHERE "]", COUNT being "K
+ * lines (B bytes)" or "B bytes". */
+#define MARKER_START "...[toolrun cut "
+/* The longest marker shape.c writes (its buffer: a path and words). */
+#define MARKER_MAX (2 * CONFIG_PATH_MAX + 512)
+
+struct marker {
+	char range[256]; /* "lines 101-99900 of 100000" */
+	char where[MARKER_MAX]; /* "the whole stdout is in PATH" */
+};
+
+/* "K line(s) (B byte(s))" or "B byte(s)" at *p, checked against the
+ * stream's counts: a line the command printed to look like the marker
+ * does not count unless it says what the daemon's does. */
+static bool marker_counts(const char **p, const Toolrun__StreamStats *st)
+{
+	char *end;
+	unsigned long long n = strtoull(*p, &end, 10), bytes = n;
+
+	if (end == *p)
+		return false;
+	if (strncmp(end, " line", 5) == 0) {
+		if (n != st->lines_dropped || !(end = strstr(end, " (")))
+			return false;
+		bytes = strtoull(end + 2, &end, 10);
+	}
+	if (bytes != st->bytes_dropped || strncmp(end, " byte", 5) != 0)
+		return false;
+	*p = end;
+	return true;
+}
+
+/* line[0..len), without its newline, as the marker of stream name. */
+static bool parse_marker(const char *line, size_t len, const char *name,
+			 const Toolrun__StreamStats *st, struct marker *m)
+{
+	char text[MARKER_MAX];
+	const char *p = text + strlen(MARKER_START);
+
+	if (len >= sizeof(text) || len < strlen(MARKER_START) || line[len - 1] != ']')
+		return false;
+	memcpy(text, line, len - 1);
+	text[len - 1] = '\0';
+	if (!marker_counts(&p, st))
+		return false;
+	const char *here = strstr(p, " here: ");
+	const char *whole = here ? strstr(here, "; the whole ") : NULL;
+	size_t nlen = strlen(name);
+	if (!whole || (size_t)(here - p) < nlen || strncmp(here - nlen, name, nlen) != 0)
+		return false;
+	here += strlen(" here: ");
+	snprintf(m->range, sizeof(m->range), "%.*s", (int)(whole - here), here);
+	snprintf(m->where, sizeof(m->where), "%s", whole + 2);
+	return true;
+}
+
+/* The last marker of stream name in this reply's text of it. */
+static bool find_marker(ProtobufCBinaryData t, const char *name, const Toolrun__StreamStats *st,
+			struct marker *m)
+{
+	const char *s = (const char *)t.data;
+	bool found = false;
+
+	for (size_t i = 0; i < t.len;) {
+		const char *nl = memchr(s + i, '\n', t.len - i);
+		size_t end = nl ? (size_t)(nl - s) : t.len;
+		if (end - i > strlen(MARKER_START) &&
+		    memcmp(s + i, MARKER_START, strlen(MARKER_START)) == 0)
+			found |= parse_marker(s + i, end - i, name, st, m);
+		i = end + 1;
+	}
+	return found;
+}
+
+/* Where the whole stream is, from the counts alone. */
+static void cut_where(struct sbuf *sb, const char *name, const Toolrun__StreamStats *st)
+{
+	sbuf_add(sb, "the whole ");
+	sbuf_add(sb, name);
+	if (!st->spill_path || !st->spill_path[0]) {
+		sbuf_add(sb, " is not kept");
+		return;
+	}
+	sbuf_add(sb, " is in ");
+	sbuf_add(sb, st->spill_path);
+	if (st->spill_partial)
+		sbuf_add(sb, " (partial: its first part only)");
+}
+
+/* "stdout lines 101-99900 of 100000 (at the marker above); the whole
+ * stdout is in PATH", or without the marker (an earlier reply carried
+ * it, or a binary stream's summary stands for it) the counts: "stdout
+ * 588002 of 688895 bytes, 99800 of 100000 lines; ...". A terminal's one
+ * stream, stdout and stderr joined, is "output" in the marker. */
+static void cut_clause(struct sbuf *sb, const char *name, const Toolrun__StreamStats *st,
+		       ProtobufCBinaryData text)
+{
+	struct marker *m = malloc(sizeof(*m));
+	bool joined = false;
+
+	if (m && (find_marker(text, name, st, m) ||
+		  (strcmp(name, "stdout") == 0 && (joined = find_marker(text, "output", st, m))))) {
+		sbuf_add(sb, joined ? "output" : name);
+		sbuf_addc(sb, ' ');
+		sbuf_add(sb, m->range);
+		sbuf_add(sb, " (at the marker above); ");
+		sbuf_add(sb, m->where);
+	} else {
+		sbuf_add(sb, name);
+		sbuf_addc(sb, ' ');
+		sbuf_add_u64(sb, st->bytes_dropped);
+		sbuf_add(sb, " of ");
+		sbuf_add_u64(sb, st->bytes_seen);
+		sbuf_add(sb, st->bytes_seen == 1 ? " byte, " : " bytes, ");
+		sbuf_add_u64(sb, st->lines_dropped);
+		sbuf_add(sb, " of ");
+		sbuf_add_u64(sb, st->lines_seen);
+		sbuf_add(sb, st->lines_seen == 1 ? " line; " : " lines; ");
+		cut_where(sb, name, st);
+	}
+	free(m);
+}
+
+void sess_cut_line(const Toolrun__SessionReply *r, char *s, size_t len)
+{
+	struct sbuf sb = {.buf = s, .cap = len};
+	const Toolrun__Exit *e = r->exit;
+	const Toolrun__StreamStats *st[2] = {e ? e->stdout_stats : NULL,
+					     e ? e->stderr_stats : NULL};
+	const ProtobufCBinaryData text[2] = {r->stdout, r->stderr};
+	static const char *const name[2] = {"stdout", "stderr"};
+	unsigned clauses = 0;
+
+	if (len)
+		s[0] = '\0';
+	if (r->state != TOOLRUN__SESSION_STATE__SESSION_STATE_DONE &&
+	    r->state != TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED)
+		return;
+	for (int i = 0; i < 2; i++) {
+		if (!st[i] || (!st[i]->bytes_dropped && !st[i]->lines_dropped))
+			continue;
+		sbuf_add(&sb, clauses++ ? ". And " : "cut: ");
+		cut_clause(&sb, name[i], st[i], text[i]);
+	}
 }

@@ -18,6 +18,8 @@
 
 /* The longest wait a call may ask for (toolrun.proto). */
 #define SESS_MAX_TIMEOUT_MS 3600000u
+/* The highest signal a KILL may send (SessionCall.signal). */
+#define SESS_MAX_SIGNAL 64
 
 struct sess_client {
 	int fd;
@@ -69,6 +71,10 @@ int sess_client_record(struct sess_client *c, const struct front_record *r, char
  * --timeout of the CLI's verbs. */
 bool sess_parse_seconds(const char *s, uint32_t *ms);
 
+/* A signal as `kill -s` takes it: "TERM", "SIGTERM" (any case) or a
+ * number from 1 to 64 (real-time signals by number only). */
+bool sess_parse_signal(const char *s, int *signo);
+
 /* "idle", "running", "waiting_input", "done", "closed". */
 const char *sess_state_name(Toolrun__SessionState s);
 /* "bad_message", "not_found", "busy", "internal", "error". */
@@ -84,5 +90,16 @@ struct json_object *sess_info_json(const Toolrun__SessionInfo *s);
 /* The exit status for a command's reply: its code, 128+N for signal N,
  * 124 while it runs or waits for input, 125 for a closed session. */
 int sess_command_status(const Toolrun__SessionReply *r);
+
+/* The end of a command's text result repeats what shaping cut, since a
+ * model reading a long result misses a notice in its middle: "cut:
+ * stdout lines 101-99900 of 100000 (at the marker above); the whole
+ * stdout is in PATH", a clause per stream cut, the range and the place
+ * as the marker says them (daemon/shape.c) when this reply holds it,
+ * else the counts of Exit's StreamStats. "" when nothing was cut, or
+ * while the command runs (a cut is known only at its end). */
+void sess_cut_line(const Toolrun__SessionReply *r, char *s, size_t len);
+/* Room for that line: two clauses, each with a marker's words. */
+#define SESS_CUT_LINE_MAX (4 * CONFIG_PATH_MAX + 1024)
 
 #endif

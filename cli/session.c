@@ -7,6 +7,7 @@
  *   read ID [--timeout S]                           more of the running command
  *   write ID [-n] [--eof] [--timeout S] [TEXT]      input for the running command
  *   interrupt ID [--timeout S]                      Ctrl-C for it
+ *   kill ID [--signal SIG] [--timeout S]            kill it, keep the shell
  *   close ID                                        end the session
  *   list                                            the caller's sessions
  *
@@ -33,6 +34,7 @@
 
 #include <json-c/json.h>
 
+#include "jsontext.h"
 #include "sessclient.h"
 #include "toolrun.pb-c.h"
 #include "util.h"
@@ -52,6 +54,7 @@ struct session_args {
 	bool no_newline;
 	bool has_timeout;
 	uint32_t timeout_ms;
+	int signal;          /* --signal; 0 until given */
 	const char *cwd;
 	char here[PATH_MAX]; /* our working directory, without --cwd */
 	char **env;          /* --env entries */
@@ -72,6 +75,7 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 			"       toolrun session read ID [--timeout S]\n"
 			"       toolrun session write ID [-n] [--eof] [--timeout S] [TEXT]\n"
 			"       toolrun session interrupt ID [--timeout S]\n"
+			"       toolrun session kill ID [--signal SIG] [--timeout S]\n"
 			"       toolrun session close ID\n"
 			"       toolrun session list\n"
 			"each with --json for one JSON object on stdout (docs/sessions.md)\n");
@@ -110,6 +114,10 @@ static int parse_args(int argc, char **argv, struct session_args *a)
 				return usage_error("--timeout %s: not a number of seconds from 0 to 3600",
 						   argv[i]);
 			a->has_timeout = true;
+		} else if (strcmp(o, "--signal") == 0 && has_value) {
+			if (!sess_parse_signal(argv[++i], &a->signal))
+				return usage_error("--signal %s: not a signal (TERM, SIGTERM or a "
+						   "number from 1 to %d)", argv[i], SESS_MAX_SIGNAL);
 		} else if (strcmp(o, "--cwd") == 0 && has_value) {
 			a->cwd = argv[++i];
 		} else if (strcmp(o, "--env") == 0 && has_value) {
@@ -134,39 +142,61 @@ static int parse_args(int argc, char **argv, struct session_args *a)
 /* ------------------------------------------------------------------ */
 /* Answers                                                             */
 
+/* One line, valid UTF-8 whatever bytes a message or an id held. */
 static void print_json(struct json_object *o)
 {
-	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-						       JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_print_line(o, stdout);
 	json_object_put(o);
 }
 
-/* What the person at the terminal reads after the output. */
-static void say_state(const Toolrun__SessionReply *r, const struct session_args *a)
+/* What the person at the terminal reads after the output; whether it
+ * printed a line. */
+static bool say_state(const Toolrun__SessionReply *r, const struct session_args *a)
 {
 	const char *id = r->session;
+	bool closing = strcmp(a->verb, "close") == 0;
 
 	switch (r->state) {
 	case TOOLRUN__SESSION_STATE__SESSION_STATE_RUNNING:
-		fprintf(stderr, "toolrun: session %s: the command is still running; "
-				"'toolrun session read %s --timeout S' waits up to S seconds for "
-				"more\n", id, id);
-		break;
+		if (strcmp(a->verb, "interrupt") == 0)
+			fprintf(stderr, "toolrun: session %s: the command is still running after "
+					"the interrupt (it may ignore SIGINT); 'toolrun session kill "
+					"%s' kills it\n", id, id);
+		else
+			fprintf(stderr, "toolrun: session %s: the command is still running; "
+					"'toolrun session read %s --timeout S' waits up to S seconds "
+					"for more\n", id, id);
+		return true;
 	case TOOLRUN__SESSION_STATE__SESSION_STATE_WAITING_INPUT:
 		fprintf(stderr, "toolrun: session %s: the command is waiting for input; "
 				"'toolrun session write %s TEXT' sends a line\n", id, id);
-		break;
+		return true;
 	case TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED:
-		if (strcmp(a->verb, "close") != 0)
+		if (!closing)
 			fprintf(stderr, "toolrun: session %s: closed: %s\n", id, r->message);
-		break;
+		return !closing;
 	case TOOLRUN__SESSION_STATE__SESSION_STATE_IDLE:
-		if (strcmp(a->verb, "close") != 0)
+		if (!closing)
 			fprintf(stderr, "toolrun: session %s: no command is running\n", id);
-		break;
+		return !closing;
 	default:
-		break;
+		return false;
 	}
+}
+
+/* The last line: what shaping cut, repeated from the marker in the
+ * middle of the output, where a model misses it; on a line of its own
+ * when the output ends inside one (and no line of ours followed it). */
+static void say_cut(const Toolrun__SessionReply *r, bool after_state)
+{
+	char cut[SESS_CUT_LINE_MAX];
+	const ProtobufCBinaryData *last = r->stderr.len ? &r->stderr : &r->stdout;
+	bool mid_line = !after_state && last->len && last->data[last->len - 1] != '\n';
+
+	sess_cut_line(r, cut, sizeof(cut));
+	if (cut[0])
+		fprintf(stderr, "%stoolrun: session %s: %s\n", mid_line ? "\n" : "", r->session,
+			cut);
 }
 
 static int show_reply(const Toolrun__SessionReply *r, const struct session_args *a)
@@ -184,7 +214,7 @@ static int show_reply(const Toolrun__SessionReply *r, const struct session_args 
 	} else {
 		write_all(STDOUT_FILENO, r->stdout.data, r->stdout.len);
 		write_all(STDERR_FILENO, r->stderr.data, r->stderr.len);
-		say_state(r, a);
+		say_cut(r, say_state(r, a));
 	}
 	/* close did what it was asked, whatever the command it ended. */
 	if (strcmp(a->verb, "close") == 0)
@@ -286,6 +316,7 @@ static int fill_call(struct session_args *a, Toolrun__SessionCall *sc, char **ow
 		{"read", TOOLRUN__SESSION_OP__SESSION_OP_READ, 0},
 		{"write", TOOLRUN__SESSION_OP__SESSION_OP_WRITE, 1000},
 		{"interrupt", TOOLRUN__SESSION_OP__SESSION_OP_INTERRUPT, 1000},
+		{"kill", TOOLRUN__SESSION_OP__SESSION_OP_KILL, 1000},
 		{"close", TOOLRUN__SESSION_OP__SESSION_OP_CLOSE, 0},
 		{"list", TOOLRUN__SESSION_OP__SESSION_OP_LIST, 0},
 	};
@@ -297,6 +328,10 @@ static int fill_call(struct session_args *a, Toolrun__SessionCall *sc, char **ow
 	sc->op = verbs[v].op;
 	sc->session = (char *)(a->id ? a->id : "");
 	sc->timeout_ms = a->has_timeout ? a->timeout_ms : verbs[v].default_ms;
+	if (a->signal && sc->op != TOOLRUN__SESSION_OP__SESSION_OP_KILL)
+		return usage_error("%s: --signal is for kill only", a->verb);
+	if (sc->op == TOOLRUN__SESSION_OP__SESSION_OP_KILL)
+		sc->signal = a->signal ? a->signal : SIGKILL;
 	if (sc->op == TOOLRUN__SESSION_OP__SESSION_OP_RUN) {
 		if (a->nrest == 0)
 			return usage_error("%s", "run: no command (put it after --)");

@@ -430,14 +430,6 @@ static void run_command(struct tags_ctx *t, const struct tag_command *c, struct 
 
 /* ───────────────────────── printing ───────────────────────── */
 
-static void print_json_line(struct json_object *o)
-{
-	fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-						       JSON_C_TO_STRING_NOSLASHESCAPE),
-	      stdout);
-	fputc('\n', stdout);
-}
-
 static struct json_object *error_json(const struct front_error *e)
 {
 	struct json_object *o = json_object_new_object();
@@ -457,7 +449,7 @@ static void flush_text_json(struct tags_ctx *t)
 		return;
 	struct json_object *o = json_object_new_object();
 	json_object_object_add(o, "text", json_text((const uint8_t *)t->text, t->text_len));
-	print_json_line(o);
+	json_print_line(o, stdout); /* UTF-8 whatever a file name held */
 	json_object_put(o);
 	t->text_len = 0;
 }
@@ -479,7 +471,7 @@ static void print_answer_json(struct tags_ctx *t, const struct tag_command *c,
 		json_object_object_add(o, "result", json_object_get(out->result));
 	if (!out->ok)
 		json_object_object_add(o, "error", error_json(&out->err));
-	print_json_line(o);
+	json_print_line(o, stdout);
 	json_object_put(o);
 }
 
@@ -560,6 +552,8 @@ static void print_result_text(const struct tag_command *c, struct json_object *r
 		break;
 	case TAG_TREE:
 		list = json_object_object_get(r, "entries");
+		if (json_object_array_length(list) == 0)
+			printf("(empty)\n");
 		for (size_t i = 0; i < json_object_array_length(list); i++)
 			printf("%s\n", json_object_get_string(json_object_array_get_idx(list, i)));
 		break;

@@ -278,6 +278,8 @@ int tags_tree(const struct path_policy *p, const char *argument, struct json_obj
 	*result = json_object_new_object();
 	json_object_object_add(*result, "path", json_object_new_string(ref.rel));
 	json_object_object_add(*result, "entries", w.entries);
+	/* Said, so that nothing printed is not taken for a failure. */
+	json_object_object_add(*result, "empty", json_object_new_boolean(w.nentries == 0));
 	json_object_object_add(*result, "truncated", json_object_new_boolean(w.stop));
 	return 0;
 }

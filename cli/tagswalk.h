@@ -25,7 +25,9 @@ int tags_grep(const struct path_policy *p, const char *argument, struct json_obj
 	      struct front_error *e);
 
 /* argument: PATH or "" for the root. The result: {"path", "entries":
- * ["dir/", "dir/file", ...], "truncated"}, sorted, depth-capped. */
+ * ["dir/", "dir/file", ...], "empty", "truncated"}, sorted,
+ * depth-capped; "empty" is true for a directory with no entry (.git
+ * aside). */
 int tags_tree(const struct path_policy *p, const char *argument, struct json_object **result,
 	      struct front_error *e);
 

@@ -2,52 +2,7 @@
 
 #include <string.h>
 
-/* The bytes allowed after a lead byte (Unicode, table 3-7): the second
- * byte's range, which rules out overlong forms, surrogates and code
- * points past U+10FFFF, and how many continuation bytes follow. */
-struct utf8_lead {
-	uint8_t len;    /* 0: not a lead byte */
-	uint8_t lo, hi; /* the second byte's range */
-};
-
-static struct utf8_lead utf8_lead(uint8_t c)
-{
-	if (c >= 0xC2 && c <= 0xDF)
-		return (struct utf8_lead){2, 0x80, 0xBF};
-	if (c == 0xE0)
-		return (struct utf8_lead){3, 0xA0, 0xBF};
-	if (c == 0xED)
-		return (struct utf8_lead){3, 0x80, 0x9F};
-	if (c >= 0xE1 && c <= 0xEF)
-		return (struct utf8_lead){3, 0x80, 0xBF};
-	if (c == 0xF0)
-		return (struct utf8_lead){4, 0x90, 0xBF};
-	if (c >= 0xF1 && c <= 0xF3)
-		return (struct utf8_lead){4, 0x80, 0xBF};
-	if (c == 0xF4)
-		return (struct utf8_lead){4, 0x80, 0x8F};
-	return (struct utf8_lead){0, 0, 0};
-}
-
-/* The length of the valid sequence at p[0..n); 0 if it is invalid (its
- * first byte then counts as invalid); n when it is valid so far but cut
- * by the end. */
-static size_t utf8_valid(const uint8_t *p, size_t n)
-{
-	if (p[0] < 0x80)
-		return 1;
-	struct utf8_lead l = utf8_lead(p[0]);
-	if (l.len == 0)
-		return 0;
-	for (size_t i = 1; i < l.len; i++) {
-		if (i == n)
-			return n;
-		uint8_t lo = i == 1 ? l.lo : 0x80, hi = i == 1 ? l.hi : 0xBF;
-		if (p[i] < lo || p[i] > hi)
-			return 0;
-	}
-	return l.len;
-}
+#include "utf8.h"
 
 size_t sniff_text_end(const uint8_t *p, size_t from, size_t n, bool *not_text)
 {
@@ -55,8 +10,8 @@ size_t sniff_text_end(const uint8_t *p, size_t from, size_t n, bool *not_text)
 
 	*not_text = false;
 	while (i < n) {
-		size_t len = utf8_valid(p + i, n - i);
-		if (len == n - i && i + utf8_lead(p[i]).len > n)
+		size_t len = utf8_sequence(p + i, n - i);
+		if (len == UTF8_CUT)
 			return i; /* a sequence the next bytes may complete */
 		if (len == 0 || p[i] == '\0') {
 			*not_text = true;
@@ -74,7 +29,9 @@ bool sniff_binary(const uint8_t *p, size_t n)
 	if (memchr(p, '\0', n))
 		return true;
 	for (size_t i = 0; i < n;) {
-		size_t len = utf8_valid(p + i, n - i);
+		size_t len = utf8_sequence(p + i, n - i);
+		if (len == UTF8_CUT)
+			break;
 		if (len == 0) {
 			invalid++;
 			len = 1;

@@ -536,7 +536,7 @@ static uint64_t occurrences(const char *hay, size_t len, const char *needle, siz
 }
 
 static int edit_buffer(const struct path_policy *p, const char *path, const struct buf *old,
-		       const char *at, size_t old_len, const char *new_text, size_t new_len,
+		       const char *at, size_t old_len, const char *new_string, size_t new_len,
 		       struct write_result *out, struct front_error *e)
 {
 	size_t head = (size_t)(at - old->p), tail = old->len - head - old_len;
@@ -549,15 +549,15 @@ static int edit_buffer(const struct path_policy *p, const char *path, const stru
 	if (!buf)
 		return out_of_memory(e, path);
 	memcpy(buf, old->p, head);
-	memcpy(buf + head, new_text, new_len);
+	memcpy(buf + head, new_string, new_len);
 	memcpy(buf + head + new_len, at + old_len, tail);
 	int r = front_write_file(p, path, buf, len, out, e);
 	free(buf);
 	return r;
 }
 
-int front_edit_file(const struct path_policy *p, const char *path, const char *old_text,
-		    size_t old_len, const char *new_text, size_t new_len,
+int front_edit_file(const struct path_policy *p, const char *path, const char *old_string,
+		    size_t old_len, const char *new_string, size_t new_len,
 		    struct write_result *out, struct front_error *e)
 {
 	struct path_ref ref;
@@ -568,8 +568,8 @@ int front_edit_file(const struct path_policy *p, const char *path, const char *o
 	if (!path)
 		return front_fail(e, FRONT_SYNTAX, "EMPTY_PATH", "the path is empty");
 	if (old_len == 0)
-		return front_fail(e, FRONT_SYNTAX, "EMPTY_OLD_TEXT",
-				  "%s: old_text is empty; give the exact text to replace", path);
+		return front_fail(e, FRONT_SYNTAX, "EMPTY_OLD_STRING",
+				  "%s: old_string is empty; give the exact text to replace", path);
 	if (path_open(p, path, PATH_READ, &ref, e) < 0)
 		return -1;
 	int r = read_whole(ref.fd, p->max_read_bytes ? p->max_read_bytes
@@ -577,19 +577,19 @@ int front_edit_file(const struct path_policy *p, const char *path, const char *o
 			   path, &data, e);
 	close(ref.fd);
 	if (r == 0) {
-		uint64_t n = occurrences(data.p, data.len, old_text, old_len, &at);
+		uint64_t n = occurrences(data.p, data.len, old_string, old_len, &at);
 		if (n == 0)
 			r = front_fail(e, FRONT_EXECUTION, "NOT_FOUND",
-				       "%s: old_text not found; it must match the file exactly, "
+				       "%s: old_string not found; it must match the file exactly, "
 				       "whitespace included",
 				       path);
 		else if (n > 1)
 			r = front_fail(e, FRONT_EXECUTION, "NOT_UNIQUE",
-				       "%s: old_text occurs %llu times; include more of the "
+				       "%s: old_string occurs %llu times; include more of the "
 				       "text around it so that it occurs once",
 				       path, (unsigned long long)n);
 		else
-			r = edit_buffer(p, path, &data, at, old_len, new_text, new_len, out, e);
+			r = edit_buffer(p, path, &data, at, old_len, new_string, new_len, out, e);
 	}
 	free(data.p);
 	if (r == 0)

@@ -72,12 +72,14 @@ struct write_result {
 int front_write_file(const struct path_policy *p, const char *path, const void *data,
 		     size_t len, struct write_result *out, struct front_error *e);
 
-/* Replace old_text by new_text in path, where old_text must occur exactly
- * once (NOT_FOUND / NOT_UNIQUE with the count otherwise, overlapping
- * occurrences counted; an empty old_text is EMPTY_OLD_TEXT, SYNTAX);
- * read as front_read_file does, written as front_write_file does. */
-int front_edit_file(const struct path_policy *p, const char *path, const char *old_text,
-		    size_t old_len, const char *new_text, size_t new_len,
+/* Replace old_string by new_string in path, where old_string must occur
+ * exactly once (NOT_FOUND / NOT_UNIQUE with the count otherwise,
+ * overlapping occurrences counted; an empty old_string is
+ * EMPTY_OLD_STRING, SYNTAX); read as front_read_file does, written as
+ * front_write_file does. Messages name the arguments as edit_file's
+ * schema does (old_string). */
+int front_edit_file(const struct path_policy *p, const char *path, const char *old_string,
+		    size_t old_len, const char *new_string, size_t new_len,
 		    struct write_result *out, struct front_error *e);
 
 #endif

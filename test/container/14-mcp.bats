@@ -44,7 +44,7 @@ scenario() {
 }
 
 @test "14-mcp: initialize, both protocol versions" { scenario initialize; }
-@test "14-mcp: tools/list: eight tools, each with input and output schemas" { scenario tools-list; }
+@test "14-mcp: tools/list: nine tools, each with input and output schemas" { scenario tools-list; }
 @test "14-mcp: each tool once, its result valid against its outputSchema" { scenario tools-each; }
 @test "14-mcp: a session across calls: cd and export kept; input to a waiting command" { scenario session; }
 @test "14-mcp: seq 1 100000: cut with a marker, the whole in the spill file" { scenario large-output; }

@@ -302,6 +302,110 @@ daemon_fd_counts() {
 	session close "$sid" || true
 }
 
+@test "session: kill ends a command that ignores SIGINT (137); the shell and its variables live on" {
+	new_session
+	run --separate-stderr session run "$sid" --timeout 20 -- 'v=kept'
+	[ "$status" -eq 0 ]
+	run --separate-stderr session run "$sid" --timeout 0.5 -- 'trap "" INT; sleep 30'
+	[ "$status" -eq 124 ]
+	run --separate-stderr session interrupt "$sid" --timeout 1
+	[ "$status" -eq 124 ]
+	[[ "$stderr" == *"still running after the interrupt"*"toolrun session kill $sid"* ]]
+	run --separate-stderr session kill "$sid" --timeout 20 --json
+	[ "$status" -eq 137 ]
+	[ "$(jf state)" = done ]
+	[ "$(jf exit_code)" = 137 ]
+	[[ "$(jf stderr)" == *Killed*"sleep 30"* ]]
+	wait_for 20 eval '[ "$(pids_of_session "$sid")" = "$spid" ]'
+	run --separate-stderr session run "$sid" --timeout 20 --json -- 'echo "alive $v"'
+	[ "$status" -eq 0 ]
+	[ "$(jq_str stdout)" = '"alive kept\n"' ]
+	# Text output, another signal, by name and by number.
+	for sig in TERM SIGTERM term 15; do
+		run --separate-stderr session run "$sid" --timeout 0.5 -- 'sleep 30'
+		[ "$status" -eq 124 ]
+		run --separate-stderr session kill "$sid" --signal "$sig" --timeout 20
+		[ "$status" -eq 143 ]
+	done
+	# Nothing running: kill answers at once, as read does.
+	run --separate-stderr session kill "$sid" --json
+	[ "$status" -eq 0 ]
+	[ "$(jf state)" = idle ]
+	session close "$sid" || true
+}
+
+@test "session: kill of a loop in the shell itself interrupts it; with SIGINT ignored the session ends, saying why" {
+	new_session
+	run --separate-stderr session run "$sid" --timeout 20 -- 'v=kept'
+	run --separate-stderr session run "$sid" --timeout 0.5 -- 'while :; do :; done'
+	[ "$status" -eq 124 ]
+	run --separate-stderr session kill "$sid" --timeout 20 --json
+	[ "$(jf state)" = done ]
+	run --separate-stderr session run "$sid" --timeout 20 -- 'echo "alive $v"'
+	[ "$status" -eq 0 ]
+	[ "$output" = "alive kept" ]
+	[ "$(pids_of_session "$sid")" = "$spid" ]
+	# The same loop, the shell ignoring SIGINT: only its end stops it.
+	run --separate-stderr session run "$sid" --timeout 0.5 -- 'trap "" INT; while :; do :; done'
+	[ "$status" -eq 124 ]
+	run --separate-stderr session kill "$sid" --timeout 20 --json
+	[ "$(jf state)" = closed ]
+	[[ "$(jf message)" == *"ignores SIGINT"*"the session ended with it"* ]]
+	wait_for 20 no_process_of "$sid"
+	run --separate-stderr session list --json
+	[[ "$(listed_ids)" != *"$sid"* ]]
+	# In text: the same reason on stderr.
+	new_session
+	run --separate-stderr session run "$sid" --timeout 0.5 -- 'trap "" INT; while :; do :; done'
+	run --separate-stderr session kill "$sid" --timeout 20
+	[[ "$stderr" == *"session $sid: closed: "*"ignores SIGINT"* ]]
+}
+
+@test "session: kill's usage: --signal takes a name or 1 to 64, and only for kill" {
+	new_session
+	for bad in FOO 0 65 SIGNOPE -3; do
+		run --separate-stderr session kill "$sid" --signal "$bad"
+		[ "$status" -eq 2 ]
+		[[ "$stderr" == *"--signal $bad: not a signal"* ]]
+	done
+	run --separate-stderr session run "$sid" --signal TERM -- 'echo x'
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"--signal is for kill only"* ]]
+	run --separate-stderr session kill
+	[ "$status" -eq 2 ]
+	run --separate-stderr session kill 0badf00d --json
+	[ "$status" -eq 125 ]
+	[ "$(jf error)" = not_found ]
+	session close "$sid" || true
+}
+
+@test "session: the last line of a text result repeats the cut: stream, range, spill file; nothing while it runs" {
+	new_session
+	run --separate-stderr session run "$sid" --timeout 60 -- 'seq 1 100000'
+	[ "$status" -eq 0 ]
+	local range spill
+	range=$(sed -n 's/^\.\.\.\[toolrun cut [0-9]* lines ([0-9]* bytes) of stdout here: \(lines [0-9]*-[0-9]* of 100000\);.*/\1/p' <<<"$output")
+	spill=$(sed -n 's/^\.\.\.\[toolrun cut .*; the whole stdout is in \(.*\)\]$/\1/p' <<<"$output")
+	[ -n "$range" ]
+	[ -f "$spill" ]
+	[ "$(tail -n 1 <<<"$stderr")" = "toolrun: session $sid: cut: stdout $range (at the marker above); the whole stdout is in $spill" ]
+	# Both streams, one of them cut inside a line: one line for both.
+	run --separate-stderr session run "$sid" --timeout 60 -- 'seq 1 100000; head -c 30000 /dev/zero | tr "\0" a >&2'
+	local both="^toolrun: session $sid: cut: stdout lines [0-9]+-[0-9]+ of 100000 \(at the marker above\); the whole stdout is in [^ ]+\. And stderr bytes [0-9]+-[0-9]+ of 30000, inside line 1 \(at the marker above\); the whole stderr is in [^ ]+$"
+	[[ "$(tail -n 1 <<<"$stderr")" =~ $both ]]
+	# Still running: no cut yet; at its end, the cut.
+	run --separate-stderr session run "$sid" --timeout 0.5 -- 'seq 1 100000; sleep 2'
+	[ "$status" -eq 124 ]
+	[[ "$stderr" != *"cut:"* ]]
+	run --separate-stderr session read "$sid" --timeout 30
+	[ "$status" -eq 0 ]
+	[[ "$(tail -n 1 <<<"$stderr")" == "toolrun: session $sid: cut: stdout lines "*" of 100000 (at the marker above); the whole stdout is in "* ]]
+	# Not cut: nothing said.
+	run --separate-stderr session run "$sid" --timeout 20 -- 'seq 1 5'
+	[ -z "$stderr" ]
+	session close "$sid" || true
+}
+
 @test "session: interrupt on a terminal is Ctrl-C for the foreground command" {
 	new_session --tty
 	run --separate-stderr session run "$sid" --timeout 0.5 --json -- 'sleep 30; echo NOT'

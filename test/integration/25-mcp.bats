@@ -63,7 +63,7 @@ scenario() {
 	scenario initialize
 }
 
-@test "25-mcp: tools/list: eight tools, each with input and output schemas" {
+@test "25-mcp: tools/list: nine tools, each with input and output schemas" {
 	scenario tools-list
 }
 
@@ -111,22 +111,142 @@ scenario() {
 	scenario concurrent
 }
 
-# The number of sessions toolrund lists.
-session_count() {
-	"$TR_CLI" session list --json |
-		"$PY" -c 'import json, sys; print(len(json.load(sys.stdin)["sessions"]))'
+@test "25-mcp: pipelined calls cancelled in the same write never run; a ping behind them is answered at once" {
+	scenario pipelined
 }
 
-@test "25-mcp: the server's session stays after it ends" {
-	local before after
-	before=$(session_count)
-	# The scenario runs bash: its server makes a session, then sees EOF.
-	run --separate-stderr timeout 120 node "$MCP_DIR/client.mjs" --scenario concurrent -- \
-		"$TR_CLI" mcp --root "$MCP_ROOT"
+@test "25-mcp: bash_kill: a command that ignores Ctrl-C is killed, the shell and its state kept" {
+	scenario kill
+}
+
+# ---------------------------------------------------------------------
+# The server and its session, over raw lines.
+
+# rpc ID TOOL ARGS_JSON: one tools/call line.
+rpc() {
+	printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"%s","arguments":%s}}\n' \
+		"$1" "$2" "$3"
+}
+
+# The ids of the sessions toolrund lists, one a line.
+listed_sessions() {
+	"$TR_CLI" session list --json |
+		"$PY" -c 'import json, sys
+for s in json.load(sys.stdin)["sessions"]: print(s["session"])'
+}
+
+# session_of FILE: the session named by the first result in FILE (the
+# server's output).
+session_of() {
+	"$PY" -c 'import json, sys
+for line in open(sys.argv[1], "rb"):
+    m = json.loads(line)
+    sc = m.get("result", {}).get("structuredContent")
+    if sc and "session" in sc:
+        print(sc["session"]); break' "$1"
+}
+
+@test "25-mcp: at the end of its input the server closes the session it made" {
+	rpc 1 bash '{"command":"echo made"}' | "$TR_CLI" mcp --root "$MCP_ROOT" >"$TR_DIR/eof.out"
+	local sid
+	sid=$(session_of "$TR_DIR/eof.out")
+	[[ "$sid" =~ ^[0-9a-f]{8}$ ]]
+	run listed_sessions
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"$sid"* ]]
+}
+
+@test "25-mcp: --keep-sessions keeps it; a session named by --session is never the server's to close" {
+	rpc 1 bash '{"command":"echo kept"}' |
+		"$TR_CLI" mcp --root "$MCP_ROOT" --keep-sessions >"$TR_DIR/keep.out"
+	local sid other
+	sid=$(session_of "$TR_DIR/keep.out")
+	[[ "$sid" =~ ^[0-9a-f]{8}$ ]]
+	[[ "$(listed_sessions)" == *"$sid"* ]]
+	other=$("$TR_CLI" session new)
+	rpc 1 bash '{"command":"echo named"}' |
+		"$TR_CLI" mcp --root "$MCP_ROOT" --session "$other" >"$TR_DIR/named.out"
+	[ "$(session_of "$TR_DIR/named.out")" = "$other" ]
+	[[ "$(listed_sessions)" == *"$other"* ]]
+	"$TR_CLI" session close "$sid"
+	"$TR_CLI" session close "$other"
+}
+
+# A process carries TOOLRUN_SESSION=ID in its environment.
+session_processes_of() {
+	grep -qzx "TOOLRUN_SESSION=$1" /proc/[0-9]*/environ 2>/dev/null
+}
+
+@test "25-mcp: SIGTERM, SIGHUP and SIGINT close the server's session, and the command running in it" {
+	local sig sid pid st
+	for sig in TERM HUP INT; do
+		rm -f "$TR_DIR/in.fifo" "$TR_DIR/sig.out"
+		mkfifo "$TR_DIR/in.fifo"
+		"$TR_CLI" mcp --root "$MCP_ROOT" <"$TR_DIR/in.fifo" >"$TR_DIR/sig.out" &
+		pid=$!
+		exec 7>"$TR_DIR/in.fifo"
+		rpc 1 bash '{"command":"sleep 300","timeout":0.5}' >&7
+		wait_for 60 grep -q '"state":"running"' "$TR_DIR/sig.out"
+		sid=$(session_of "$TR_DIR/sig.out")
+		[[ "$(listed_sessions)" == *"$sid"* ]]
+		kill -"$sig" "$pid"
+		# The server ends by the signal, its input still open.
+		st=0
+		wait "$pid" || st=$?
+		exec 7>&-
+		[ "$st" -eq $((128 + $(kill -l "$sig"))) ]
+		[[ "$(listed_sessions)" != *"$sid"* ]]
+		wait_for 20 eval '! session_processes_of "$sid"'
+	done
+}
+
+@test "25-mcp: every line the server writes is UTF-8 JSON: a path of bytes \\xff\\xfe, a command's bytes" {
+	{
+		printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"bad\xff\xfename"}}}\n'
+		rpc 2 bash '{"command":"printf \"text that stays text, with one stray byte: \\\\377 here\\\\n\""}'
+		printf '{"jsonrpc":"2.0","id":3,"method":"no/such/\xff"}\n'
+	} | "$TR_CLI" mcp --root "$MCP_ROOT" >"$TR_DIR/utf8.out"
+	run "$PY" -c '
+import json, sys
+texts = {}
+for raw in open(sys.argv[1], "rb"):
+    m = json.loads(raw.decode("utf-8"))  # strict: a byte that is not UTF-8 fails
+    r = m.get("result") or m.get("error")
+    texts[m["id"]] = r["content"][0]["text"] if "content" in r else r["message"]
+assert "bad\ufffd\ufffdname" in texts[1], texts[1]
+assert "byte: \ufffd here" in texts[2], texts[2]
+assert "no/such/\ufffd" in texts[3], texts[3]
+print(len(texts))' "$TR_DIR/utf8.out"
 	printf '%s\n' "$output"
 	[ "$status" -eq 0 ]
-	after=$(session_count)
-	[ "$after" -eq $((before + 1)) ]
+	[ "$output" = 3 ]
+}
+
+@test "25-mcp: the last line of a bash result repeats the cut: range and spill file; none while it runs" {
+	{
+		rpc 1 bash '{"command":"seq 1 100000; echo err >&2"}'
+		rpc 2 bash '{"command":"seq 1 100000; sleep 2","timeout":0.5}'
+		rpc 3 bash_output '{"timeout":30}'
+	} | "$TR_CLI" mcp --root "$MCP_ROOT" >"$TR_DIR/cut.out"
+	run "$PY" -c '
+import json, re, sys
+r = {}
+for raw in open(sys.argv[1], "rb"):
+    m = json.loads(raw)
+    r[m["id"]] = m["result"]
+for i in (1, 3):
+    sc, text = r[i]["structuredContent"], r[i]["content"][0]["text"]
+    marker = re.search(r"\.\.\.\[toolrun cut \d+ lines \(\d+ bytes\) of stdout here: (lines \d+-\d+ of 100000);", sc["stdout"])
+    assert marker, sc["stdout"][:300]
+    last = text.split("\n")[-1]
+    assert last == "[cut: stdout %s (at the marker above); the whole stdout is in %s]" % (marker.group(1), sc["stdout_spill"]), last
+running = r[2]["content"][0]["text"].split("\n")[-1]
+assert r[2]["structuredContent"]["state"] == "running" and running.startswith("[still running"), running
+assert "cut" not in running, running
+print("ok")' "$TR_DIR/cut.out"
+	printf '%s\n' "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = ok ]
 }
 
 # ---------------------------------------------------------------------
@@ -135,7 +255,9 @@ session_count() {
 # inspector ARGS...: `mcp-inspector --cli` against toolrun mcp (with
 # --session $MCP_SESSION when that is set); the answer (JSON) in $output.
 inspector() {
-	local server=("$TR_CLI" mcp --root "$MCP_ROOT")
+	# Each call is a server of its own: the session the first makes must
+	# outlive it for the calls that name it.
+	local server=("$TR_CLI" mcp --root "$MCP_ROOT" --keep-sessions)
 	[ -z "${MCP_SESSION-}" ] || server+=(--session "$MCP_SESSION")
 	run --separate-stderr timeout 120 env -C "$MCP_DIR" npm_config_offline=true \
 		npx --no-install @modelcontextprotocol/inspector --cli \
@@ -166,7 +288,7 @@ inspector_tool() {
 @test "25-mcp: Inspector CLI: tools/list" {
 	inspector --method tools/list
 	[ "$(jget 'sorted(t["name"] for t in r["tools"])')" = \
-		'["bash", "bash_input", "bash_interrupt", "bash_output", "edit_file", "read_file", "search", "write_file"]' ]
+		'["bash", "bash_input", "bash_interrupt", "bash_kill", "bash_output", "edit_file", "read_file", "search", "write_file"]' ]
 	[ "$(jget 'all("outputSchema" in t and "inputSchema" in t for t in r["tools"])')" = true ]
 }
 
@@ -202,6 +324,7 @@ inspector_tool() {
 	inspector_tool bash_input text=hello timeout=5
 	[ "$(jget 'r["structuredContent"]["state"]')" = done ]
 	[ "$(jget 'r["structuredContent"]["stdout"]')" = "got hello" ]
+	"$TR_CLI" session close "$MCP_SESSION"
 }
 
 @test "25-mcp: Inspector CLI: a path outside the root is a tool error" {

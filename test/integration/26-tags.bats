@@ -149,6 +149,36 @@ for line in sys.stdin:
 	[ "$(jl 1 error.code)" = BAD_PATTERN ]
 }
 
+@test "<tree> of an empty directory says (empty), and its JSON says so" {
+	mkdir -p "$REPO/hollow"
+	run feed '<tree hollow>'
+	[ "$status" -eq 0 ]
+	[ "$(tail -n 1 <<<"$output")" = "(empty)" ]
+	run feed '<tree hollow><tree src>' --json
+	[ "$status" -eq 0 ]
+	[ "$(jl 1 result.entries)" = '[]' ]
+	[ "$(jl 1 result.empty)" = true ]
+	[ "$(jl 2 result.empty)" = false ]
+	rmdir "$REPO/hollow"
+}
+
+@test "--json lines are UTF-8 whatever bytes a file name or an argument held" {
+	mkdir -p "$REPO/names"
+	touch "$REPO/names/caf"$'\xe9'".txt"
+	run feed $'<tree names><grep x names/caf\xe9.txt><open nothere\xff>' --json
+	printf '%s\n' "$output" >"$TR_DIR/names.jsonl"
+	rm -r "$REPO/names"
+	run "$PY" -c '
+import json, sys
+lines = [json.loads(l.decode("utf-8")) for l in open(sys.argv[1], "rb")]
+assert lines[0]["result"]["entries"] == ["caf\ufffd.txt"], lines[0]
+assert lines[1]["argument"] == "x names/caf\ufffd.txt", lines[1]
+assert "nothere\ufffd" in lines[2]["error"]["message"], lines[2]
+print(len(lines))' "$TR_DIR/names.jsonl"
+	printf '%s\n' "$output"
+	[ "$output" = 3 ]
+}
+
 @test "<exec> is refused without --exec-enabled, and runs with it" {
 	run feed '<exec echo hi>' --json
 	[ "$status" -eq 1 ]

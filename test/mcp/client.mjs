@@ -18,7 +18,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import Ajv from 'ajv';
 
-const TOOLS = ['bash', 'bash_output', 'bash_input', 'bash_interrupt',
+const TOOLS = ['bash', 'bash_output', 'bash_input', 'bash_interrupt', 'bash_kill',
 	'read_file', 'write_file', 'edit_file', 'search'];
 const PROTOCOL_LATEST = '2025-11-25';
 const PROTOCOL_PREVIOUS = '2025-06-18';
@@ -194,7 +194,7 @@ scenarios['tools-list'] = async () => {
 	await withClient(async (client) => {
 		const tools = await listTools(client);
 		const names = tools.map((t) => t.name).sort();
-		check(JSON.stringify(names) === JSON.stringify([...TOOLS].sort()), 'the eight tools', names);
+		check(JSON.stringify(names) === JSON.stringify([...TOOLS].sort()), `the ${TOOLS.length} tools`, names);
 		for (const t of tools) {
 			check(typeof t.description === 'string' && t.description.length > 0, `${t.name}: a description`);
 			check(t.inputSchema && t.inputSchema.type === 'object', `${t.name}: inputSchema of type object`, t.inputSchema);
@@ -229,6 +229,8 @@ scenarios['tools-each'] = async () => {
 		check(r.first_line === 2 && r.last_line === 2 && r.text.includes(word) && !r.text.includes('gamma'), 'read_file: offset 2 limit 1', r);
 		r = good('edit_file', await call(client, 'edit_file', { path: f, old_string: 'gamma', new_string: 'delta' }));
 		check(r.replacements === 1, 'edit_file: one replacement', r);
+		let text = refused('edit_file', await call(client, 'edit_file', { path: f, old_string: 'no such text', new_string: 'x' }), 'EXECUTION');
+		check(text.includes('old_string not found'), 'edit_file: its error names the argument as the schema does', text);
 		r = good('read_file', await call(client, 'read_file', { path: f, limit: 10 }));
 		check(r.text.includes('delta') && !r.text.includes('gamma'), 'edit_file: the file changed', r.text);
 		r = good('search', await call(client, 'search', { query: word, limit: 5 }));
@@ -296,8 +298,16 @@ scenarios.session = async () => {
 scenarios['large-output'] = async () => {
 	await withClient(async (client) => {
 		await listTools(client);
-		const r = bashIs('bash', await call(client, 'bash', { command: 'seq 1 100000', timeout: 60 }), 'done');
+		const res = await call(client, 'bash', { command: 'seq 1 100000', timeout: 60 });
+		const r = bashIs('bash', res, 'done');
 		check(r.exit_code === 0, 'exit 0', r.exit_code);
+		// The text's last line repeats the cut: models miss a notice in
+		// the middle of a long result.
+		const marker = /\.\.\.\[toolrun cut \d+ lines \(\d+ bytes\) of stdout here: (lines \d+-\d+ of 100000);/.exec(r.stdout);
+		check(marker !== null, 'the marker gives the range in lines', short(r.stdout, 300));
+		const last = textOf(res).split('\n').pop();
+		check(last === `[cut: stdout ${marker[1]} (at the marker above); the whole stdout is in ${r.stdout_spill}]`,
+			'the last line repeats the range and names the spill file', last);
 		check(/\.\.\.\[toolrun cut /.test(r.stdout), 'a marker line in stdout', short(r.stdout, 300));
 		check(r.stdout.startsWith('1\n2\n') && r.stdout.endsWith('99999\n100000\n'), 'head and tail kept', short(r.stdout, 300));
 		check(r.stdout.length < 20000, 'cut to its budget', r.stdout.length);
@@ -345,12 +355,16 @@ scenarios.cancel = async () => {
 // A cancelled call that named another session interrupts that session's
 // command, and leaves the server's own session alone.
 scenarios['cancel-other-session'] = async () => {
-	// The other session: a second server's own.
-	let other;
+	// The other session: a second server's own, which lives as long as
+	// that server does.
 	await withClient(async (b) => {
 		await listTools(b);
-		other = bashIs('bash', await call(b, 'bash', { command: 'echo other' }), 'done').session;
+		const other = bashIs('bash', await call(b, 'bash', { command: 'echo other' }), 'done').session;
+		await cancelInOther(other);
 	});
+};
+
+async function cancelInOther(other) {
 	await withClient(async (client) => {
 		await listTools(client);
 		const own = unique('own'), m = unique('othercancel');
@@ -374,6 +388,92 @@ scenarios['cancel-other-session'] = async () => {
 		const seen = bashIs('bash', await call(client, 'bash', { command: `test -e ${own} && echo own; test -e ${m} || echo no-other` }), 'done');
 		check(seen.stdout === 'own\nno-other\n', "the own session's file is there, the cancelled one's is not", seen.stdout);
 	});
+}
+
+// bash_kill: a command that ignores Ctrl-C is killed and the shell kept;
+// a loop in the shell itself is interrupted; one in a shell that ignores
+// SIGINT ends the session, which the result says.
+scenarios.kill = async () => {
+	await withClient(async (client) => {
+		await listTools(client);
+		let r = bashIs('bash', await call(client, 'bash', { command: 'V=kept-by-kill; trap "" INT; sleep 60', timeout: 1 }), 'running');
+		const sid = r.session;
+		r = bashIs('bash_interrupt', await call(client, 'bash_interrupt', { timeout: 2 }), 'running');
+		note('bash_interrupt: the command ignores SIGINT and still runs');
+		let res = await call(client, 'bash_kill', { timeout: 30 });
+		r = bashIs('bash_kill', res, 'done');
+		check(r.exit_code === 137 && r.session === sid, 'bash_kill: done, exit 137 (128+SIGKILL)', r);
+		let last = textOf(res).split('\n').pop();
+		check(/killed/.test(last) && /shell and its state .* kept/.test(last), 'the status line says the processes were killed and the shell kept', last);
+		r = bashIs('bash', await call(client, 'bash', { command: 'echo "$V"' }), 'done');
+		check(r.stdout === 'kept-by-kill\n' && r.session === sid, 'the next command runs in the same shell, its variable there', r);
+		// Another signal, by name and by number.
+		bashIs('bash', await call(client, 'bash', { command: 'sleep 60', timeout: 1 }), 'running');
+		r = bashIs('bash_kill', await call(client, 'bash_kill', { signal: 'TERM', timeout: 30 }), 'done');
+		check(r.exit_code === 143, 'signal TERM: exit 143', r);
+		bashIs('bash', await call(client, 'bash', { command: 'sleep 60', timeout: 1 }), 'running');
+		r = bashIs('bash_kill', await call(client, 'bash_kill', { signal: 10, timeout: 30 }), 'done');
+		check(r.exit_code === 138, 'signal 10 (SIGUSR1): exit 138', r);
+		refused('bash_kill', await call(client, 'bash_kill', { signal: 'NOSUCH' }), 'SYNTAX');
+		refused('bash_kill', await call(client, 'bash_kill', { signal: 65 }), 'SYNTAX');
+		// A loop of builtins: no process below the shell to kill.
+		bashIs('bash', await call(client, 'bash', { command: 'while :; do :; done', timeout: 1 }), 'running');
+		r = bashIs('bash_kill', await call(client, 'bash_kill', { timeout: 30 }), 'done');
+		check(r.session === sid, 'a loop in the shell ends, the session kept', r);
+		r = bashIs('bash', await call(client, 'bash', { command: 'echo "$V"' }), 'done');
+		check(r.stdout === 'kept-by-kill\n' && r.session === sid, 'the shell is the same one', r);
+		// The same loop in a shell that ignores SIGINT: only ending the
+		// shell stops it.
+		bashIs('bash', await call(client, 'bash', { command: 'trap "" INT; while :; do :; done', timeout: 1 }), 'running');
+		res = await call(client, 'bash_kill', { timeout: 30 });
+		r = bashIs('bash_kill', res, 'closed');
+		check(/ignores SIGINT/.test(r.message), "the session was closed, the daemon's reason given", r.message);
+		last = textOf(res).split('\n').pop();
+		check(last.includes(`session ${sid} closed`) && last.includes(r.message), 'the status line says the session was closed, and why', last);
+		r = bashIs('bash', await call(client, 'bash', { command: 'echo "new ${V:-shell}"' }), 'done');
+		check(r.stdout === 'new shell\n' && r.session !== sid, 'the next bash call starts a new session', r);
+	});
+};
+
+// Lines written in one write: calls, their cancellations and a ping. A
+// cancelled call still queued never runs and gets no answer; the ping is
+// answered at once, before the call being served.
+scenarios.pipelined = async () => {
+	const srv = rawServer();
+	const { send, next } = srv;
+	const rpc = (id, command) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call',
+		params: { name: 'bash', arguments: { command } } });
+	const cancel = (id) => JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'test' } });
+	try {
+		await srv.initialize();
+		const m2 = unique('piped2'), m3 = unique('piped3');
+		srv.child.stdin.write([rpc(1, 'sleep 2; echo one'), rpc(2, `touch ${m2}`), rpc(3, `touch ${m3}`),
+			cancel(2), cancel(3), JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'ping' })].join('\n') + '\n');
+		let m = await next('the ping');
+		check(m.id === 4 && m.result, 'the ping is answered first, while call 1 runs', m);
+		m = await next('call 1', 30000);
+		check(m.id === 1 && m.result.structuredContent.stdout === 'one\n', 'call 1 ran', m);
+		send(rpc(5, `test -e ${m2} && echo ran2; test -e ${m3} && echo ran3; echo checked`));
+		m = await next('the check', 30000);
+		check(m.id === 5, 'no answer for the cancelled calls 2 and 3', m);
+		check(m.result.structuredContent.stdout === 'checked\n', 'calls 2 and 3 never ran', m.result.structuredContent.stdout);
+		// Many long calls, each cancelled, in one write: none runs.
+		const n = 40, lines = [];
+		for (let i = 0; i < n; i++) lines.push(rpc(100 + i, 'sleep 30'));
+		for (let i = 0; i < n; i++) lines.push(cancel(100 + i));
+		lines.push(JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'ping' }), rpc(7, 'echo after'));
+		srv.child.stdin.write(lines.join('\n') + '\n');
+		m = await next('the ping behind 40 cancelled calls');
+		check(m.id === 6, 'the ping is answered', m);
+		m = await next('the call after 40 cancelled ones', 30000);
+		check(m.id === 7 && m.result.structuredContent.stdout === 'after\n', `the ${n} cancelled calls never ran: the next one is answered`, m);
+		srv.child.stdin.end();
+		const ex = await Promise.race([srv.exited, sleep(30000).then(() => 'timeout')]);
+		check(ex !== 'timeout' && ex.code === 0, 'EOF: exit 0', ex);
+		check(srv.state.read === srv.lines.length, 'nothing more written', srv.lines.slice(srv.state.read));
+	} finally {
+		srv.kill();
+	}
 };
 
 scenarios.progress = async () => {
@@ -629,7 +729,7 @@ scenarios.concurrent = async () => {
 };
 
 const ORDER = ['initialize', 'tools-list', 'tools-each', 'session', 'large-output', 'cancel', 'cancel-raw',
-	'cancel-other-session',
+	'cancel-other-session', 'pipelined', 'kill',
 	'progress', 'paths', 'bad-arguments', 'garbage', 'concurrent'];
 
 // ---------------------------------------------------------------------

@@ -549,13 +549,16 @@ static void test_edit_not_found_not_unique(void **state)
 	assert_int_equal(front_edit_file(&e->policy, "ab.txt", "c", 1, "d", 1, &e->wr, &e->err),
 			 -1);
 	assert_string_equal(e->err.code, "NOT_FOUND");
+	/* Each message names the argument as edit_file's schema does. */
+	assert_non_null(strstr(e->err.message, "ab.txt: old_string not found"));
 	assert_int_equal(front_edit_file(&e->policy, "ab.txt", "a", 1, "d", 1, &e->wr, &e->err),
 			 -1);
 	assert_string_equal(e->err.code, "NOT_UNIQUE");
-	assert_non_null(strstr(e->err.message, "2 times"));
+	assert_non_null(strstr(e->err.message, "old_string occurs 2 times"));
 	assert_int_equal(front_edit_file(&e->policy, "ab.txt", "", 0, "d", 1, &e->wr, &e->err),
 			 -1);
-	assert_string_equal(e->err.code, "EMPTY_OLD_TEXT");
+	assert_string_equal(e->err.code, "EMPTY_OLD_STRING");
+	assert_non_null(strstr(e->err.message, "old_string is empty"));
 	assert_int_equal(e->err.category, FRONT_SYNTAX);
 	content(e, "ab.txt", buf, sizeof(buf));
 	assert_string_equal(buf, "a b a\n");
