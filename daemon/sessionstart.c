@@ -41,7 +41,10 @@
  * A command is read by `.` from a here-string, so that it runs in the
  * shell itself (cd, export, functions and jobs persist, declare stays
  * global) and so that SIGINT's trap can `return` from it: an interrupt
- * ends the whole command, as Ctrl-C does at a prompt, and not the shell.
+ * ends the whole command, as Ctrl-C does at a prompt, and not the shell,
+ * with the status of the program the signal ended, or 130 when it
+ * interrupted builtins; one that comes as the command ends finds no
+ * `.` to return from, and says nothing.
  * The trap is set again before each command, which may have replaced it.
  * A command that breaks the loop itself (a function named `builtin`)
  * cannot make it run an old command again: `read` that gave nothing
@@ -56,7 +59,7 @@ static const char wrapper_fmt[] =
 	"builtin enable -f '%s' toolrun_session || exit %d\n"
 	"builtin toolrun_session ready || exit %d\n"
 	"while :; do\n"
-	"  trap '[[ -n $__toolrun_in ]] && return' INT\n"
+	"  trap '[[ -n $__toolrun_in ]] && return $(( $? > 128 ? $? : 130 )) 2>/dev/null' INT\n"
 	"  __toolrun_cmd=\n"
 	"  builtin toolrun_session read __toolrun_cmd\n"
 	"  __toolrun_st=$?\n"

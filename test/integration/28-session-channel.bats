@@ -123,3 +123,15 @@ session_records() {
 	[ "$(jf state)" = closed ]
 	[ "$(jf exit_code)" = 3 ]
 }
+
+@test "28-session-channel-interrupt-status: an interrupted builtin loop reports 130, and the shell goes on" {
+	new_session
+	run session run "$sid" --json --timeout 1 -- 'while :; do :; done'
+	[ "$(jf state)" = running ]
+	run session interrupt "$sid" --json --timeout 60
+	[ "$(jf state)" = done ]
+	[ "$(jf exit_code)" = 130 ]
+	run session run "$sid" --json -- 'echo alive'
+	[ "$(jf stdout)" = alive ]
+	session close "$sid"
+}
