@@ -342,19 +342,28 @@ class Box:
         timed_out = False
         with self._pool.lease() as ch:
             tool, args = "bash", {"command": script}
-            while True:
-                wait = MAX_YIELD_S
-                if timeout is not None:
-                    wait = min(wait, max(0.0, timeout - (time.monotonic() - t0)))
-                args["timeout"] = wait
-                replies.append(ch.call_tool(tool, args, _deadline(wait), probe=True))
-                if replies[-1].get("state") not in ("running", "waiting_input"):
-                    break
-                if timeout is not None and time.monotonic() - t0 >= timeout:
-                    timed_out = True
-                    replies += self._kill_own(ch)
-                    break
-                tool, args = "bash_output", {}
+            try:
+                while True:
+                    wait = MAX_YIELD_S
+                    if timeout is not None:
+                        wait = min(wait, max(0.0, timeout - (time.monotonic() - t0)))
+                    args["timeout"] = wait
+                    replies.append(ch.call_tool(tool, args, _deadline(wait), probe=True))
+                    if replies[-1].get("state") not in ("running", "waiting_input"):
+                        break
+                    if timeout is not None and time.monotonic() - t0 >= timeout:
+                        timed_out = True
+                        replies += self._kill_own(ch)
+                        break
+                    tool, args = "bash_output", {}
+            except BoxError:
+                raise
+            except BaseException:
+                # The caller gave up (KeyboardInterrupt...): the command may
+                # run on in the channel's session, so the channel is not
+                # lent again; its end of input closes that session.
+                ch.abort(f"{self.name}: a call was abandoned mid-command")
+                raise
         return Result.from_replies(replies, timed_out=timed_out, elapsed=time.monotonic() - t0)
 
     def _kill_own(self, ch: Channel) -> list:
