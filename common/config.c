@@ -31,7 +31,6 @@ const char config_default_path[] = TOOLRUN_SYSCONFDIR "/toolrun/toolrun.conf";
  * it was built), so longer ones are refused rather than misread. */
 #define SECTION_NAME_MAX 49
 #define TIMEOUT_MAX (7 * 24 * 3600)
-#define BYTES_MAX (UINT64_C(1) << 40)
 #define LINES_MAX (UINT64_C(1) << 40)
 
 /* What the handler needs besides the config. */
@@ -312,6 +311,25 @@ static int parse_number(struct parse_state *st, const struct config_key *k,
 	return 1;
 }
 
+/* max_bytes: a number of bytes that toolrund can hold (config.h). */
+_Static_assert(CONFIG_MAX_BYTES_HELD == 1048576, "CONFIG_MAX_BYTES_HELD_TEXT says so");
+static int parse_max_bytes(struct parse_state *st, const struct config_key *k,
+			   void *field, const char *value)
+{
+	uint64_t v;
+
+	if (!parse_uint(value, UINT64_MAX, &v))
+		return fail(st, k->msg, value, "'");
+	if (v > CONFIG_MAX_BYTES_HELD)
+		return fail(st, "max_bytes = ", value,
+			    " is more than toolrund holds of a stream: 1 to "
+			    CONFIG_MAX_BYTES_HELD_TEXT ", or 0 for no byte limit of its own (a "
+			    "stream shaped for max_lines is still held to "
+			    CONFIG_MAX_BYTES_HELD_TEXT " bytes)");
+	store_uint(field, k->size, v);
+	return 1;
+}
+
 /* One of the row's words. */
 static int parse_choice(struct parse_state *st, const struct config_key *k,
 			void *field, const char *value)
@@ -519,7 +537,7 @@ static const struct config_key config_keys[] = {
 	 .def = "5", .max = WAIT_DAEMON_MAX,
 	 .msg = "wait_daemon must be a number of seconds up to 600 (0: do not wait), not '"},
 	{.name = "max_bytes", .type = KEY_NUMBER, LIM(max_bytes, LIMIT_SET_MAX_BYTES),
-	 .parse = parse_number, .def = "4000", .max = BYTES_MAX,
+	 .parse = parse_max_bytes, .def = "4000",
 	 .msg = "max_bytes must be a number of bytes (0 for no limit), not '"},
 	{.name = "max_lines", .type = KEY_NUMBER, LIM(max_lines, LIMIT_SET_MAX_LINES),
 	 .parse = parse_number, .def = "200", .max = LINES_MAX,

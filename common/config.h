@@ -65,6 +65,13 @@ enum network_policy {
 	NETWORK_ALLOW,
 };
 
+/* The most of a stream toolrund holds in memory, and so the largest
+ * max_bytes it accepts: until a stream is known to be cut it keeps the
+ * head part for the spill file, and the tail part until the stream ends.
+ * Written out, for the message that refuses more. */
+#define CONFIG_MAX_BYTES_HELD 1048576
+#define CONFIG_MAX_BYTES_HELD_TEXT "1048576"
+
 /* What a tool runs under: output and time limits (zero: none), resource
  * limits, network access and which environment variables it sees. */
 struct limits {

@@ -110,7 +110,14 @@ int caps_raise(void)
 
 struct fs_ids caps_fs_as(uid_t uid, gid_t gid)
 {
+	struct caps before = {0}, after = {0};
+	/* Root's file capabilities follow its fsuid (caps.h); anyone
+	 * else's stay as they were. */
+	bool keep = geteuid() != 0 && caps_get(&before) == 0;
 	struct fs_ids was = {(uid_t)setfsuid(uid), (gid_t)setfsgid(gid)};
+
+	if (keep && caps_get(&after) == 0 && after.effective != before.effective)
+		caps_set(&before);
 	return was;
 }
 

@@ -59,7 +59,18 @@ int caps_raise(void);
  * container's) needs this to write into its user's directory, and the
  * launcher to act on a caller's files and processes; it takes CAP_SETUID
  * and CAP_SETGID, or is a no-op. (uid_t)-1 and (gid_t)-1 leave that id.
- * Returns the ids to go back to. */
+ * Returns the ids to go back to.
+ *
+ * The kernel's rule (capabilities(7)): when the fsuid goes from 0 to
+ * another uid, the file capabilities (CAP_CHOWN, CAP_DAC_OVERRIDE,
+ * CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID, ...) leave the effective
+ * set; when it comes back to 0, those of the permitted set return. For
+ * root that is what is wanted: acting as a caller, it overrides no
+ * access check, and it has them again once it is itself. A process that
+ * is not root would lose CAP_CHOWN by acting as uid 0 and coming back to
+ * its own uid, and keep it only while it acts as uid 0 again, so that as
+ * itself it could give nothing away: for it, the effective set is put
+ * back as it was before the switch. */
 struct fs_ids {
 	uid_t uid;
 	gid_t gid;

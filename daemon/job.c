@@ -387,11 +387,13 @@ void jobs_on_killed(struct jobs *J, uint64_t id, unsigned processes)
  * bounds a listed tool, unless the tool's section sets a timeout of its
  * own (as for max_bytes and max_lines): `tail -f` or a slow `find /` in a
  * command with command_timeout = 300 is not ended at the tool's default
- * 30 s.
+ * 30 s. Below a harness's direct program (Request.below_harness), the
+ * harness's own time bounds it, as run directly.
  */
 static void follow_command_timeout(struct job *j)
 {
-	if (j->command || !j->command_job || (j->limits.from_section & LIMIT_SET_TIMEOUT))
+	if (j->command || !(j->command_job || j->below_harness) ||
+	    (j->limits.from_section & LIMIT_SET_TIMEOUT))
 		return;
 	j->limits.timeout_s = 0;
 	timer_cancel(j->J->loop, &j->timeout);

@@ -133,6 +133,7 @@ struct job {
 	uint64_t command_job;   /* a tool below a command or session: its job, as
 				 * the launcher saw it (0 until Spawned) */
 	unsigned killed_below;  /* a command killed whole: processes below it */
+	bool below_harness;     /* Request.below_harness: a harness's tool */
 	uid_t uid;
 	pid_t caller_pid;
 	int64_t start_ms;       /* wall clock, for the audit log */

@@ -105,6 +105,7 @@ static struct job *job_new(struct jobs *J, const struct job_caller *who,
 	j->uid = who->uid;
 	j->caller_pid = who->pid;
 	j->command = req->command;
+	j->below_harness = req->below_harness;
 	j->start_ms = wall_ms();
 	for (int i = 0; i < 2; i++)
 		j->out[i] = (struct job_stream){.job = j, .fd = -1, .ev.fd = -1,
@@ -148,16 +149,17 @@ static void job_refuse(struct job *j, enum policy_verdict v)
 	job_not_run(j, 126, EACCES, reason);
 }
 
-/* Pipes for the shaped streams; the caller's fds for the others. */
-/* The shaper of stream i (0 stdout, 1 stderr) under limits. */
-static int stream_shaper_init(struct job *j, int i, const struct limits *limits, bool joined)
+/* The shaper of stream i (0 stdout, 1 stderr) under limits. Binary output
+ * is summarised only on a stream that reaches the agent. */
+static int stream_shaper_init(struct job *j, int i, const struct limits *limits, bool joined,
+			      bool agent)
 {
 	struct job_stream *s = &j->out[i];
 	struct shape_opts o = {
 		.max_bytes = limits->max_bytes,
 		.max_lines = limits->max_lines,
 		.mode = limits->shape,
-		.binary_summary = j->J->cfg->binary == BINARY_SUMMARY,
+		.binary_summary = agent && j->J->cfg->binary == BINARY_SUMMARY,
 		.stream_name = i == 1 ? "stderr" : joined ? "output" : "stdout",
 		.program = j->command ? NULL : j->name,
 	};
@@ -167,6 +169,7 @@ static int stream_shaper_init(struct job *j, int i, const struct limits *limits,
 	return 0;
 }
 
+/* Pipes for the shaped streams; the caller's fds for the others. */
 static int job_open_streams(struct job *j, const Toolrun__Request *req,
 			    const struct policy_decision *d, int *fds, unsigned nfds,
 			    struct spawn_fds *sf, char *failure, size_t len)
@@ -185,7 +188,8 @@ static int job_open_streams(struct job *j, const Toolrun__Request *req,
 		bool shaped = i == 0 ? d->shape_stdout : d->shape_stderr;
 		if (!shaped)
 			continue;
-		if (stream_shaper_init(j, i, &d->limits, d->joined) < 0) {
+		bool agent = i == 0 ? d->agent_stdout : d->agent_stderr;
+		if (stream_shaper_init(j, i, &d->limits, d->joined, agent) < 0) {
 			snprintf(failure, len, "toolrund is out of memory");
 			return -1;
 		}
@@ -384,7 +388,7 @@ struct job *job_attach(struct jobs *J, const struct job_attach *a, char *why, si
 		if (a->fds[i] < 0)
 			continue;
 		Toolrun__Stream st = i ? TOOLRUN__STREAM__STREAM_STDERR : TOOLRUN__STREAM__STREAM_STDOUT;
-		if (stream_shaper_init(j, i, &j->limits, j->joined) < 0 ||
+		if (stream_shaper_init(j, i, &j->limits, j->joined, true) < 0 ||
 		    output_attach(j, i, st, a->fds[i]) < 0) {
 			snprintf(why, len, "toolrund cannot read the session's output: %s",
 				 errno_text(errno ? errno : ENOMEM));

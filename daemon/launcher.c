@@ -64,6 +64,7 @@ struct launcher {
 	struct auditlog audit;
 	struct launcher_callers callers;
 	bool root;          /* runs as uid 0: its programs' capabilities are root's */
+	struct spill_root spill; /* spill_dir, held from the start (spill.h) */
 };
 
 static NORETURN void fatal(const char *what, int err)
@@ -484,8 +485,8 @@ static void open_spill(struct launcher *L, const Toolrun__Launcher__OpenSpill *o
 
 	if (!stream)
 		fatal("order to spill an unknown stream", EPROTO);
-	_cleanup_close_ int fd = spill_open(L->cfg, (uid_t)o->uid, o->job, stream, path,
-					    sizeof(path), reason, sizeof(reason));
+	_cleanup_close_ int fd = spill_open(&L->spill, L->cfg, (uid_t)o->uid, o->job, stream,
+					    path, sizeof(path), reason, sizeof(reason));
 	s.job = o->job;
 	s.stream = o->stream;
 	s.path = fd >= 0 ? path : "";
@@ -494,6 +495,19 @@ static void open_spill(struct launcher *L, const Toolrun__Launcher__OpenSpill *o
 	m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_SPILL_OPENED;
 	m.spill_opened = &s;
 	send_msg(L, &m, &fd, fd >= 0 ? 1 : 0);
+}
+
+/* spill_dir, made and held as the launcher starts (in the box, before
+ * any caller runs), so that no caller makes it first (spill.h). Where it
+ * cannot be made yet, each spill tries again and its marker says why. */
+static void prepare_spill(struct launcher *L)
+{
+	char reason[CONFIG_PATH_MAX + 160];
+
+	L->spill = (struct spill_root)SPILL_ROOT_INIT;
+	if (L->cfg->spill_dir[0] &&
+	    spill_prepare(&L->spill, L->cfg->spill_dir, reason, sizeof(reason)) < 0)
+		log_warn("%s; no cut stream is kept until it can be made", reason);
 }
 
 /* A terminal for a TTY session, opened as its caller: devpts gives the
@@ -745,6 +759,7 @@ static NORETURN void launcher_main(struct launcher *L, pid_t parent)
 
 	auditlog_open(&L->audit, L->cfg);
 	report_audit_log(L);
+	prepare_spill(L);
 
 	L->reader = (struct frame_reader){
 		.max_payload = ORDER_MAX_PAYLOAD,

@@ -50,7 +50,11 @@ static bool has_unknown_fields(const Toolrun__ClientMessage *m)
 	}
 	if (m->base.n_unknown_fields || (inner && inner->n_unknown_fields))
 		return true;
-	if (m->msg_case == TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST && m->request->state) {
+	if (m->msg_case != TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST)
+		return false;
+	if (m->request->agent_streams && m->request->agent_streams->base.n_unknown_fields)
+		return true;
+	if (m->request->state) {
 		const Toolrun__ProcessState *st = m->request->state;
 		if (st->base.n_unknown_fields)
 			return true;
@@ -166,6 +170,7 @@ enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req
 		out->shape_stdout = req->shape_stdout;
 		out->shape_stderr = req->shape_stderr;
 		out->joined = req->stderr_joins_stdout;
+		out->agent_stdout = out->agent_stderr = true;
 		return POLICY_RUN;
 	}
 	char exe[PATH_MAX];
@@ -176,13 +181,21 @@ enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req
 		return POLICY_NOT_LISTED;
 
 	out->limits = config_tool_limits(cfg, out->tool);
+	/* Which streams reach the agent, as the client knows them; one that
+	 * does not say (older than agent_streams) counts every stream. */
+	const Toolrun__AgentStreams *agent = req->agent_streams;
+	out->agent_stdout = !agent || agent->stdout_reaches_agent;
+	out->agent_stderr = !agent || agent->stderr_reaches_agent;
 	/* A stream the client asks to be shaped has no fd of its own in the
 	 * request: it must get a pipe. `always` adds the others, where the
-	 * limits could cut something. */
+	 * limits could cut something, but for a stream the client says is the
+	 * agent's: inside an agent command, the command cuts that once. */
 	bool always = cfg->truncate == TRUNCATE_ALWAYS &&
 		      (out->limits.max_bytes || out->limits.max_lines);
-	out->shape_stdout = req->shape_stdout || always;
-	out->shape_stderr = req->shape_stderr || always;
+	out->shape_stdout = req->shape_stdout ||
+			    (always && !(agent && agent->stdout_reaches_agent));
+	out->shape_stderr = req->shape_stderr ||
+			    (always && !(agent && agent->stderr_reaches_agent));
 	out->joined = req->stderr_joins_stdout;
 	return POLICY_RUN;
 }

@@ -35,6 +35,11 @@ struct policy_decision {
 	bool shape_stdout;
 	bool shape_stderr;
 	bool joined;
+	/* The stream reaches the agent (Request.agent_streams; a client that
+	 * does not say: every stream): only there is binary output
+	 * summarised. */
+	bool agent_stdout;
+	bool agent_stderr;
 	char error[256]; /* with POLICY_MALFORMED: what was wrong */
 };
 

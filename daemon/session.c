@@ -219,16 +219,27 @@ static bool told_the_end(const struct session *s)
 	return s->phase == SESSION_ENDED && !s->done_unread && !current_job(s);
 }
 
-static void session_answer(struct session *s)
+/* The call that waits, if any, no longer waits: it is the caller's to
+ * answer (or, gone, nobody's). */
+static struct session_peer *take_waiter(struct session *s)
 {
 	struct session_peer *p = s->waiter;
 
 	if (!p)
-		return;
+		return NULL;
 	s->waiter = NULL;
 	p->waiting_on = NULL;
 	timer_cancel(s->S->J->loop, &s->wait_timer);
 	timer_cancel(s->S->J->loop, &s->check_timer);
+	return p;
+}
+
+static void session_answer(struct session *s)
+{
+	struct session_peer *p = take_waiter(s);
+
+	if (!p)
+		return;
 	answer_to(s, p);
 	if (told_the_end(s))
 		session_forget(s);
@@ -689,14 +700,11 @@ bool sessions_on_exited(struct sessions *S, uint64_t id, int wait_status)
 static void on_close_overdue(struct event_loop *loop, void *data)
 {
 	struct session *s = data;
-	struct session_peer *p = s->waiter;
+	struct session_peer *p = take_waiter(s);
 	(void)loop;
 
 	if (!p)
 		return;
-	s->waiter = NULL;
-	p->waiting_on = NULL;
-	timer_cancel(s->S->J->loop, &s->check_timer);
 	reply_error_to(p, s->id, TOOLRUN__ERROR_CODE__ERROR_BUSY,
 		       "session %s is closing, but its bash (pid %d) has not ended %d s after "
 		       "SIGHUP and SIGKILL; the session ends when it does (close again to wait "
@@ -829,10 +837,7 @@ void sessions_peer_gone(struct sessions *S, struct session_peer *p)
 
 	if (!s)
 		return;
-	s->waiter = NULL;
-	p->waiting_on = NULL;
-	timer_cancel(s->S->J->loop, &s->wait_timer);
-	timer_cancel(s->S->J->loop, &s->check_timer);
+	take_waiter(s);
 	/* Its creator left before it heard the id: nobody can use it. */
 	if (s->phase == SESSION_OPENING_PTY || s->phase == SESSION_STARTING)
 		s->orphan = true;

@@ -86,9 +86,11 @@
 
 #include "config.h"
 
-/* The most of a stream held in memory: the byte budget when there is
- * none, since the tail must be held until the stream ends. */
-#define SHAPE_HOLD_MAX (1024 * 1024)
+/* The most of a stream held in memory, and so the largest byte budget:
+ * the head is kept for the spill file until the stream is known to be
+ * cut, and the tail until the stream ends. The budget when max_bytes is 0;
+ * the config refuses a larger max_bytes. */
+#define SHAPE_HOLD_MAX CONFIG_MAX_BYTES_HELD
 /* How much of a stream the binary check looks at: enough for the magic
  * numbers (tar's is at 257) and a fair sample of text. */
 #define SHAPE_SNIFF 1024

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "log.h"
 #include "util.h"
 
 /* Names tried for one file before giving up: the plain one, then -1, -2,
@@ -21,13 +22,6 @@
 #define SPILL_TRIES 100
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-
-/* Where spill_dir is, for messages and paths: without trailing slashes. */
-struct root {
-	const char *dir;
-	int len;
-	int fd;
-};
 
 /* A file met while cleaning up, by age. */
 struct spilled {
@@ -75,8 +69,8 @@ static bool all_digits(const char *s)
 
 /* Open dir/name (or name, from AT_FDCWD) as a directory without
  * following a link; say which it was when it is not one. */
-static int open_dir(int at, const char *name, const char *what, int what_len,
-		    const char *sub, char *reason, size_t reason_len)
+static int open_dir(int at, const char *name, const char *what, const char *sub,
+		    char *reason, size_t reason_len)
 {
 	int fd = openat(at, name, DIR_FLAGS);
 	if (fd >= 0)
@@ -85,47 +79,119 @@ static int open_dir(int at, const char *name, const char *what, int what_len,
 	struct stat st;
 	if ((err == ENOTDIR || err == ELOOP) && fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		return S_ISLNK(st.st_mode)
-			? refuse(reason, reason_len, ELOOP, "spill_dir %.*s%s: is a symbolic link",
-				 what_len, what, sub)
-			: refuse(reason, reason_len, ENOTDIR, "spill_dir %.*s%s: is not a directory",
-				 what_len, what, sub);
-	return fail(reason, reason_len, err, "spill_dir %.*s%s", what_len, what, sub);
+			? refuse(reason, reason_len, ELOOP, "spill_dir %s%s: is a symbolic link", what,
+				 sub)
+			: refuse(reason, reason_len, ENOTDIR, "spill_dir %s%s: is not a directory", what,
+				 sub);
+	return fail(reason, reason_len, err, "spill_dir %s%s", what, sub);
 }
 
-/* spill_dir itself: made 0755 if missing; otherwise a directory of ours
- * (or root's) that nobody else may write to, since whoever can rename
- * entries in it could swap a user's directory for another. */
-static int open_root(struct root *r, const char *dir, char *reason, size_t reason_len)
+/* Fit to hold the users' directories: ours, and closed to other writers,
+ * since whoever can rename entries in it could swap a user's directory
+ * for another. Says why not in reason. */
+static int check_root(const struct stat *st, const char *dir, char *reason, size_t reason_len)
+{
+	uid_t self = geteuid();
+
+	if (st->st_uid != self)
+		return refuse(reason, reason_len, EPERM,
+			      "spill_dir %s: owned by uid %u, not by toolrund's (%u)", dir,
+			      (unsigned)st->st_uid, (unsigned)self);
+	if (st->st_mode & 022)
+		return refuse(reason, reason_len, EPERM,
+			      "spill_dir %s: mode %04o lets other users write to it", dir,
+			      (unsigned)(st->st_mode & 07777));
+	return 0;
+}
+
+/* Hold dir as the root when it is fit (check_root). made: we have just
+ * made it, and users reach their own directory through it whatever our
+ * umask. */
+static int take_root(struct spill_root *r, const char *dir, bool made, char *reason,
+		     size_t reason_len)
 {
 	struct stat st;
-	bool made = false;
+	int len = (int)strlen(dir);
 
-	r->dir = dir;
-	r->len = (int)strlen(dir);
-	while (r->len > 1 && dir[r->len - 1] == '/')
-		r->len--;
-	if (mkdir(dir, 0755) == 0)
-		made = true;
-	else if (errno != EEXIST)
-		return fail(reason, reason_len, errno, "spill_dir %.*s", r->len, dir);
-	r->fd = open_dir(AT_FDCWD, dir, dir, r->len, "", reason, reason_len);
-	if (r->fd < 0)
-		return r->fd;
-	/* Users reach their own directory through it, whatever our umask. */
-	if (made && fchmod(r->fd, 0755) < 0)
-		return fail(reason, reason_len, errno, "spill_dir %.*s", r->len, dir);
-	if (fstat(r->fd, &st) < 0)
-		return fail(reason, reason_len, errno, "spill_dir %.*s", r->len, dir);
-	uid_t self = geteuid();
-	if (st.st_uid != self && st.st_uid != 0)
-		return refuse(reason, reason_len, EPERM,
-			    "spill_dir %.*s: owned by uid %u, neither toolrund's (%u) nor root's",
-			    r->len, dir, (unsigned)st.st_uid, (unsigned)self);
-	if (st.st_mode & 022)
-		return refuse(reason, reason_len, EPERM,
-			    "spill_dir %.*s: mode %04o lets other users write to it",
-			    r->len, dir, (unsigned)(st.st_mode & 07777));
+	if (len >= (int)sizeof(r->dir))
+		return refuse(reason, reason_len, ENAMETOOLONG, "spill_dir %s: name too long", dir);
+	_cleanup_close_ int fd = open_dir(AT_FDCWD, dir, dir, "", reason, reason_len);
+	if (fd < 0)
+		return fd;
+	if (made && fchmod(fd, 0755) < 0)
+		return fail(reason, reason_len, errno, "spill_dir %s", dir);
+	if (fstat(fd, &st) < 0)
+		return fail(reason, reason_len, errno, "spill_dir %s", dir);
+	int rc = check_root(&st, dir, reason, reason_len);
+	if (rc < 0)
+		return rc;
+	spill_root_close(r);
+	r->fd = steal_fd(&fd);
+	memcpy(r->dir, dir, (size_t)len + 1);
 	return 0;
+}
+
+/* spill_dir was there already, and is not fit: a directory of our own
+ * beside it instead, which nobody can have made first (mkdtemp). why
+ * says what was wrong with spill_dir. */
+static int take_root_beside(struct spill_root *r, const char *dir, const char *why,
+			    char *reason, size_t reason_len)
+{
+	char beside[sizeof(r->dir)], not_beside[CONFIG_PATH_MAX + 160];
+
+	int n = snprintf(beside, sizeof(beside), "%s.XXXXXX", dir);
+	if (n < 0 || (size_t)n >= sizeof(beside))
+		return refuse(reason, reason_len, ENAMETOOLONG, "%s", why);
+	if (!mkdtemp(beside))
+		return fail(reason, reason_len, errno, "%s; and %s.XXXXXX beside it", why, dir);
+	int rc = take_root(r, beside, true, not_beside, sizeof(not_beside));
+	if (rc < 0) {
+		rmdir(beside);
+		return refuse(reason, reason_len, -rc, "%s; and %s", why, not_beside);
+	}
+	log_warn("%s; spill files go to %s instead, a directory of toolrund's own", why, beside);
+	return 0;
+}
+
+int spill_prepare(struct spill_root *r, const char *spill_dir, char *reason, size_t reason_len)
+{
+	char dir[sizeof(r->dir)], why[CONFIG_PATH_MAX + 160];
+	int len = (int)strlen(spill_dir);
+
+	if (reason_len)
+		reason[0] = '\0';
+	while (len > 1 && spill_dir[len - 1] == '/')
+		len--;
+	if (len == 0)
+		return refuse(reason, reason_len, ENOENT, "no spill_dir is set");
+	if (len >= (int)sizeof(dir))
+		return refuse(reason, reason_len, ENAMETOOLONG, "spill_dir %s: name too long",
+			      spill_dir);
+	snprintf(dir, sizeof(dir), "%.*s", len, spill_dir);
+	if (mkdir(dir, 0755) == 0)
+		return take_root(r, dir, true, reason, reason_len);
+	if (errno != EEXIST)
+		return fail(reason, reason_len, errno, "spill_dir %s", dir);
+	int rc = take_root(r, dir, false, why, sizeof(why));
+	return rc == 0 ? 0 : take_root_beside(r, dir, why, reason, reason_len);
+}
+
+void spill_root_close(struct spill_root *r)
+{
+	close_fd(&r->fd);
+}
+
+/* The root held is still what its path names, and still fit: it may
+ * have been removed (a cleaner of /tmp), or renamed. */
+static bool root_intact(const struct spill_root *r)
+{
+	struct stat held, named;
+	char ignored[CONFIG_PATH_MAX + 160];
+
+	return r->fd >= 0 && fstat(r->fd, &held) == 0 && held.st_nlink > 0 &&
+	       check_root(&held, r->dir, ignored, sizeof(ignored)) == 0 &&
+	       fstatat(AT_FDCWD, r->dir, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       held.st_dev == named.st_dev && held.st_ino == named.st_ino;
 }
 
 /* File system calls as uid from here on (caps_fs_as): its directory is
@@ -148,26 +214,25 @@ static bool may_act_as(uid_t uid)
  * write to, then given away under the name it was made with (CAP_CHOWN or
  * root). A file of ours in the user's name could be read by everyone this
  * daemon serves. */
-static int make_uid_dir(const struct root *r, const char *name, const char *sub, uid_t uid,
+static int make_uid_dir(const struct spill_root *r, const char *name, const char *sub, uid_t uid,
 			char *reason, size_t reason_len)
 {
 	if (mkdirat(r->fd, name, 0700) < 0)
 		return errno == EEXIST ? 0
-				       : fail(reason, reason_len, errno, "spill_dir %.*s%s", r->len,
-					      r->dir, sub);
+				       : fail(reason, reason_len, errno, "spill_dir %s%s", r->dir, sub);
 	if (fchmodat(r->fd, name, 0700, 0) < 0 ||
 	    (uid != geteuid() && fchownat(r->fd, name, uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW) < 0)) {
 		int err = errno;
 		unlinkat(r->fd, name, AT_REMOVEDIR);
-		return fail(reason, reason_len, err, "spill_dir %.*s%s: cannot give it to uid %u",
-			    r->len, r->dir, sub, (unsigned)uid);
+		return fail(reason, reason_len, err, "spill_dir %s%s: cannot give it to uid %u",
+			    r->dir, sub, (unsigned)uid);
 	}
 	return 0;
 }
 
 /* <spill_dir>/<uid>: made if missing; otherwise it must be uid's and
  * closed to everyone else. Checked as ourselves, opened as uid (fs_as). */
-static int open_uid_dir(const struct root *r, uid_t uid, char *reason, size_t reason_len)
+static int open_uid_dir(const struct spill_root *r, uid_t uid, char *reason, size_t reason_len)
 {
 	char name[16], sub[20];
 	struct stat st;
@@ -176,26 +241,26 @@ static int open_uid_dir(const struct root *r, uid_t uid, char *reason, size_t re
 	snprintf(sub, sizeof(sub), "/%s", name);
 	if (!may_act_as(uid))
 		return refuse(reason, reason_len, EPERM,
-			    "spill_dir %.*s%s: the file could not be given to uid %u (toolrund runs "
+			    "spill_dir %s%s: the file could not be given to uid %u (toolrund runs "
 			    "as uid %u, without CAP_SETUID)",
-			    r->len, r->dir, sub, (unsigned)uid, (unsigned)geteuid());
+			    r->dir, sub, (unsigned)uid, (unsigned)geteuid());
 	int err = make_uid_dir(r, name, sub, uid, reason, reason_len);
 	if (err < 0)
 		return err;
 	if (fstatat(r->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return fail(reason, reason_len, errno, "spill_dir %.*s%s", r->len, r->dir, sub);
+		return fail(reason, reason_len, errno, "spill_dir %s%s", r->dir, sub);
 	if (S_ISDIR(st.st_mode) && st.st_uid != uid)
 		return refuse(reason, reason_len, EPERM,
-			      "spill_dir %.*s%s: owned by uid %u, not by uid %u", r->len, r->dir,
+			      "spill_dir %s%s: owned by uid %u, not by uid %u", r->dir,
 			      sub, (unsigned)st.st_uid, (unsigned)uid);
 	if (S_ISDIR(st.st_mode) && (st.st_mode & 077))
 		return refuse(reason, reason_len, EPERM,
-			      "spill_dir %.*s%s: mode %04o lets other users in (0700 wanted)",
-			      r->len, r->dir, sub, (unsigned)(st.st_mode & 07777));
+			      "spill_dir %s%s: mode %04o lets other users in (0700 wanted)",
+			      r->dir, sub, (unsigned)(st.st_mode & 07777));
 	/* Only we may rename entries here: what was checked is what opens
 	 * (and a link or a file is refused by open_dir). */
 	uid_t was = fs_as(uid);
-	int fd = open_dir(r->fd, name, r->dir, r->len, sub, reason, reason_len);
+	int fd = open_dir(r->fd, name, r->dir, sub, reason, reason_len);
 	fs_as(was);
 	return fd;
 }
@@ -216,7 +281,7 @@ static uid_t uid_of(const char *digits)
 	return (uid_t)strtoul(digits, NULL, 10);
 }
 
-static bool unlink_in(const struct root *r, const char *uid, const char *name)
+static bool unlink_in(const struct spill_root *r, const char *uid, const char *name)
 {
 	uid_t was = fs_as(uid_of(uid));
 	int fd = openat(r->fd, uid, DIR_FLAGS);
@@ -229,7 +294,7 @@ static bool unlink_in(const struct root *r, const char *uid, const char *name)
 
 /* List the regular files of one uid's directory, deleting expired ones
  * on the way. Returns false when out of memory. */
-static bool sweep_uid_dir(const struct root *r, const char *uid, time_t expired,
+static bool sweep_uid_dir(const struct spill_root *r, const char *uid, time_t expired,
 			  struct spilled **v, size_t *n, size_t *cap)
 {
 	DIR *d = dir_open_at(r->fd, uid, DIR_FLAGS);
@@ -268,7 +333,7 @@ static bool sweep_uid_dir(const struct root *r, const char *uid, time_t expired,
 
 /* Expiry, then the total: best effort, since the new file is what the
  * caller waits for and a full disk fails its own way. */
-static void clean_up(const struct root *r, const struct config *cfg, time_t now)
+static void clean_up(const struct spill_root *r, const struct config *cfg, time_t now)
 {
 	DIR *d = dir_open_at(r->fd, "", 0);
 	if (!d)
@@ -304,7 +369,7 @@ static void clean_up(const struct root *r, const struct config *cfg, time_t now)
 }
 
 /* A new file in the uid's directory: <UTC time>-<job>-<stream>[-N].log. */
-static int create_file(int dir, const struct root *r, uid_t uid, uint64_t job,
+static int create_file(int dir, const struct spill_root *r, uid_t uid, uint64_t job,
 		       const char *stream, time_t now, char *name, size_t name_len,
 		       char *reason, size_t reason_len)
 {
@@ -323,27 +388,26 @@ static int create_file(int dir, const struct root *r, uid_t uid, uint64_t job,
 			    O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
 			    0600);
 		if (fd < 0 && errno != EEXIST)
-			return fail(reason, reason_len, errno, "spill file %.*s/%u/%s", r->len,
+			return fail(reason, reason_len, errno, "spill file %s/%u/%s",
 				    r->dir, (unsigned)uid, name);
 	}
 	if (fd < 0)
-		return fail(reason, reason_len, EEXIST, "spill file %.*s/%u/%s", r->len, r->dir,
+		return fail(reason, reason_len, EEXIST, "spill file %s/%u/%s", r->dir,
 			    (unsigned)uid, name);
 	/* Made as uid (fs_as): its own already, whatever our umask. */
 	if (fchmod(fd, 0600) < 0) {
 		int err = errno;
 		close(fd);
 		unlinkat(dir, name, 0);
-		return fail(reason, reason_len, err, "spill file %.*s/%u/%s", r->len, r->dir,
+		return fail(reason, reason_len, err, "spill file %s/%u/%s", r->dir,
 			    (unsigned)uid, name);
 	}
 	return fd;
 }
 
-int spill_open(const struct config *cfg, uid_t uid, uint64_t job, const char *stream,
-	       char *path, size_t path_len, char *reason, size_t reason_len)
+int spill_open(struct spill_root *r, const struct config *cfg, uid_t uid, uint64_t job,
+	       const char *stream, char *path, size_t path_len, char *reason, size_t reason_len)
 {
-	struct root r = {.fd = -1};
 	char name[256];
 
 	if (path_len)
@@ -354,32 +418,29 @@ int spill_open(const struct config *cfg, uid_t uid, uint64_t job, const char *st
 		return refuse(reason, reason_len, ENOENT, "no spill_dir is set");
 	if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
 		return refuse(reason, reason_len, EINVAL, "no spill stream named %s", stream);
-
-	int rc = open_root(&r, cfg->spill_dir, reason, reason_len);
-	if (rc < 0) {
-		close_fd(&r.fd);
-		return rc;
+	if (!root_intact(r)) {
+		int rc = spill_prepare(r, cfg->spill_dir, reason, reason_len);
+		if (rc < 0)
+			return rc;
 	}
-	/* r.fd is closed on every way out, as root_fd. */
-	_cleanup_close_ int root_fd = r.fd;
-	(void)root_fd;
-	_cleanup_close_ int dir = open_uid_dir(&r, uid, reason, reason_len);
+
+	_cleanup_close_ int dir = open_uid_dir(r, uid, reason, reason_len);
 	if (dir < 0)
 		return dir;
 	time_t now = time(NULL);
-	clean_up(&r, cfg, now);
+	clean_up(r, cfg, now);
 	uid_t was = fs_as(uid);
-	int fd = create_file(dir, &r, uid, job, stream, now, name, sizeof(name), reason,
+	int fd = create_file(dir, r, uid, job, stream, now, name, sizeof(name), reason,
 			     reason_len);
 	fs_as(was);
 	if (fd < 0)
 		return fd;
-	int n = snprintf(path, path_len, "%.*s/%u/%s", r.len, r.dir, (unsigned)uid, name);
+	int n = snprintf(path, path_len, "%s/%u/%s", r->dir, (unsigned)uid, name);
 	if (n < 0 || (size_t)n >= path_len) {
 		close(fd);
 		unlinkat(dir, name, 0);
-		return fail(reason, reason_len, ENAMETOOLONG, "spill file %.*s/%u/%s", r.len,
-			    r.dir, (unsigned)uid, name);
+		return fail(reason, reason_len, ENAMETOOLONG, "spill file %s/%u/%s", r->dir,
+			    (unsigned)uid, name);
 	}
 	return fd;
 }

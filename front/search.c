@@ -139,29 +139,67 @@ static int make_dirs(char *dir, struct front_error *e)
 	}
 }
 
+/* A directory in a place every user may write to (/tmp) that is ours
+ * alone: a directory, no link, owned by us, closed to everyone else
+ * (another user could have made it first, to read or swap the index). */
+static bool ours_alone(const char *dir)
+{
+	struct stat st;
+
+	return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() &&
+	       (st.st_mode & 077) == 0 && access(dir, W_OK | X_OK) == 0;
+}
+
 /* A directory for the index: made (0700) and writable, and for the one
- * under /tmp, ours and no symlink (another user could have made it
- * first). */
+ * under /tmp, ours alone. */
 static bool usable_dir(char *dir, bool shared_parent)
 {
 	struct front_error ignored;
-	struct stat st;
 
 	if (make_dirs(dir, &ignored) < 0 || access(dir, W_OK | X_OK) < 0)
 		return false;
-	return !shared_parent || (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
-				  st.st_uid == getuid() && (st.st_mode & 077) == 0);
+	return !shared_parent || ours_alone(dir);
+}
+
+/* <tmp>/<name> is not ours alone: the first <tmp>/<name>-XXXXXX that is,
+ * by name, so that every query finds the same index; or a new one
+ * (mkdtemp: a name nobody can have taken first). */
+static bool private_tmp_dir(char *dir, size_t len, const char *tmp, const char *name)
+{
+	char prefix[64], best[NAME_MAX + 1] = "";
+	int n = snprintf(prefix, sizeof(prefix), "%s-", name);
+	size_t plen = (size_t)n;
+	DIR *d = opendir(tmp);
+
+	for (struct dirent *e; d && (e = readdir(d));) {
+		if (strncmp(e->d_name, prefix, plen) != 0 || strlen(e->d_name) != plen + 6 ||
+		    (best[0] && strcmp(e->d_name, best) >= 0))
+			continue;
+		n = snprintf(dir, len, "%s/%s", tmp, e->d_name);
+		if (n > 0 && (size_t)n < len && ours_alone(dir))
+			snprintf(best, sizeof(best), "%s", e->d_name);
+	}
+	if (d)
+		closedir(d);
+	n = best[0] ? snprintf(dir, len, "%s/%s", tmp, best)
+		    : snprintf(dir, len, "%s/%sXXXXXX", tmp, prefix);
+	if (n < 0 || (size_t)n >= len)
+		return false;
+	return best[0] || (mkdtemp(dir) && ours_alone(dir));
 }
 
 /* The first directory of $XDG_CACHE_HOME/toolrun, ~/.cache/toolrun and
  * ${TMPDIR:-/tmp}/toolrun-cache-UID that can be used: a box's home may
- * be read-only, its /tmp is not. A relative XDG_CACHE_HOME is ignored,
- * as the XDG spec says. */
+ * be read-only, its /tmp is not. Where the last is not ours alone
+ * (another user made it first), ${TMPDIR:-/tmp}/toolrun-cache-UID-XXXXXX
+ * (private_tmp_dir). A relative XDG_CACHE_HOME is ignored, as the XDG
+ * spec says. */
 static int index_dir(char *dir, size_t len, struct front_error *e)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME");
 	const char *home = getenv("HOME");
 	const char *tmp = getenv("TMPDIR");
+	char name[32], shared[PATH_MAX];
 	int n;
 
 	n = xdg && xdg[0] == '/' ? snprintf(dir, len, "%s/toolrun", xdg) : -1;
@@ -170,14 +208,19 @@ static int index_dir(char *dir, size_t len, struct front_error *e)
 	n = home && home[0] == '/' ? snprintf(dir, len, "%s/.cache/toolrun", home) : -1;
 	if (n > 0 && (size_t)n < len && usable_dir(dir, false))
 		return 0;
-	n = snprintf(dir, len, "%s/toolrun-cache-%u", tmp && tmp[0] == '/' ? tmp : "/tmp",
-		     (unsigned)getuid());
+	tmp = tmp && tmp[0] == '/' ? tmp : "/tmp";
+	snprintf(name, sizeof(name), "toolrun-cache-%u", (unsigned)getuid());
+	n = snprintf(dir, len, "%s/%s", tmp, name);
 	if (n > 0 && (size_t)n < len && usable_dir(dir, true))
+		return 0;
+	snprintf(shared, sizeof(shared), "%s/%s", tmp, name);
+	if (n > 0 && (size_t)n < len && private_tmp_dir(dir, len, tmp, name))
 		return 0;
 	return front_fail(e, FRONT_EXECUTION, "INDEX_ERROR",
 			  "search: no place for the index: $XDG_CACHE_HOME/toolrun, "
-			  "~/.cache/toolrun and %s cannot be used; give an index path (--index)",
-			  dir);
+			  "~/.cache/toolrun, %s and %s-XXXXXX cannot be used; give an index "
+			  "path (--index)",
+			  shared, shared);
 }
 
 /* <index_dir>/search-<16 hex of sha256(root)>.sqlite. */

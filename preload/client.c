@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/resource.h>
@@ -423,6 +424,7 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 	Toolrun__Request req = TOOLRUN__REQUEST__INIT;
 	Toolrun__ClientMessage rmsg = TOOLRUN__CLIENT_MESSAGE__INIT;
 	Toolrun__ProcessState state = TOOLRUN__PROCESS_STATE__INIT;
+	Toolrun__AgentStreams agent = TOOLRUN__AGENT_STREAMS__INIT;
 	Toolrun__Limit limits[RLIM_NLIMITS];
 	Toolrun__Limit *limit_ptrs[RLIM_NLIMITS];
 	struct procstate ps;
@@ -450,7 +452,11 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 	req.shape_stdout = cl->sink.shape_stdout;
 	req.shape_stderr = cl->sink.shape_stderr;
 	req.stderr_joins_stdout = cl->sink.joined;
+	agent.stdout_reaches_agent = cl->sink.agent_stdout;
+	agent.stderr_reaches_agent = cl->sink.agent_stderr;
+	req.agent_streams = &agent;
 	req.command = call->command;
+	req.below_harness = !call->command && sink_below_harness(call->envp);
 	capture_state(cl, &state, &ps, limits, limit_ptrs);
 	req.state = &state;
 	rmsg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST;
@@ -798,20 +804,87 @@ static bool reader_left(const struct client *cl, int index)
 	return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLERR);
 }
 
+/* Bytes of ours that the pipe at our stdout or stderr (index) holds,
+ * not taken by its reader; still counted once the reader has left. */
+static uint64_t unread_bytes(int index)
+{
+	int n = 0;
+
+	return ioctl(output_fd(index), FIONREAD, &n) == 0 && n > 0 ? (uint64_t)n : 0;
+}
+
+/* Run directly, would the program still be in a write to this reader:
+ * did it write more than the reader took plus what the pipe holds? */
+static bool would_be_writing(const struct client *cl, int index, uint64_t written,
+			     uint64_t capacity)
+{
+	uint64_t unread = unread_bytes(index);
+	uint64_t taken = cl->delivered[index] > unread ? cl->delivered[index] - unread : 0;
+
+	return written > taken + capacity;
+}
+
+/* A signal while the caller stands in for the program's last write: the
+ * program, run directly, would have met it there. */
+static void on_signal_in_write(struct client *cl)
+{
+	struct signalfd_siginfo si;
+
+	while (read(cl->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		int sig = (int)si.ssi_signo;
+		if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+			stop_with_program(cl, sig);
+		else if (ends_program(cl, sig))
+			die_by_signal(sig, false);
+	}
+}
+
+/* A pipe tells its writer when the reader leaves, not when it has read
+ * everything: how often the caller looks, while it stands in for a write. */
+#define READER_LOOK_MS 10
+
 /*
- * Would the tool have died of SIGPIPE, run directly? toolrund drains a
- * shaped stream past its budget however fast the program writes, so a
- * program whose reader left may finish as if nothing had happened. Run
- * directly, once the reader had gone, it could have written at most what
- * the reader took plus what the pipe holds, and would have died at its
- * next write. So when the program wrote more than we delivered (which is
- * at least what the reader took) plus the pipe's capacity, that write
- * happened, and it ends here as it would have. Not when the caller had
- * SIGPIPE ignored or blocked (the program would have met EPIPE and chosen
- * its own status), nor for an agent command, whose shell turns its
- * programs' deaths into a status of its own.
+ * The program ended while, run directly, it would still be in a write to
+ * our stdout or stderr (index), having written `written` bytes. Stand in
+ * for that write: wait while the reader is there and has bytes of ours
+ * left to read. Returns true when the reader leaves with the program
+ * still in that write (it would have died of SIGPIPE); false when it took
+ * enough for the write to end, or took all it was given and waits for
+ * more: bytes that were cut never reach it, and what it would have done
+ * with them cannot be known.
  */
-static bool died_of_sigpipe_directly(const struct client *cl, const Toolrun__Exit *ex)
+static bool reader_leaves_during_write(struct client *cl, int index, uint64_t written,
+				       uint64_t capacity)
+{
+	for (;;) {
+		bool left = reader_left(cl, index);
+		if (!would_be_writing(cl, index, written, capacity))
+			return false;
+		if (left)
+			return true;
+		if (unread_bytes(index) == 0)
+			return false;
+		struct pollfd pfd[2] = {
+			{.fd = output_fd(index)}, /* POLLERR: the reader left */
+			{.fd = cl->sigfd, .events = POLLIN},
+		};
+		if (poll(pfd, 2, READER_LOOK_MS) > 0 && (pfd[1].revents & POLLIN))
+			on_signal_in_write(cl);
+	}
+}
+
+/*
+ * Would the tool have died of SIGPIPE, run directly? toolrund reads a
+ * shaped stream ahead of its reader (it drains what it cuts, and holds a
+ * tail until the stream ends), so the program may end while, run
+ * directly, it would still be in a write: it wrote more than its reader
+ * took plus what the pipe holds. Then the caller stands in for that write
+ * (reader_leaves_during_write). Not when the caller had SIGPIPE ignored
+ * or blocked (the program would have met EPIPE and chosen its own
+ * status), nor for an agent command, whose shell turns its programs'
+ * deaths into a status of its own.
+ */
+static bool died_of_sigpipe_directly(struct client *cl, const Toolrun__Exit *ex)
 {
 	const Toolrun__StreamStats *stats[2] = {ex->stdout_stats, ex->stderr_stats};
 
@@ -819,16 +892,17 @@ static bool died_of_sigpipe_directly(const struct client *cl, const Toolrun__Exi
 	    ((cl->ignored | cl->blocked) & signal_bit(SIGPIPE)))
 		return false;
 	for (int i = 0; i < 2; i++) {
-		if (!stats[i] || !stats[i]->shaped || !reader_left(cl, i))
+		if (!stats[i] || !stats[i]->shaped)
 			continue;
 		int capacity = fcntl(output_fd(i), F_GETPIPE_SZ);
-		if (capacity > 0 && stats[i]->bytes_seen > cl->delivered[i] + (uint64_t)capacity)
+		if (capacity > 0 && /* a pipe */
+		    reader_leaves_during_write(cl, i, stats[i]->bytes_seen, (uint64_t)capacity))
 			return true;
 	}
 	return false;
 }
 
-static NORETURN void on_exit_started(const struct client *cl, const Toolrun__Exit *ex)
+static NORETURN void on_exit_started(struct client *cl, const Toolrun__Exit *ex)
 {
 	if (ex->status_case == TOOLRUN__EXIT__STATUS_SIGNAL)
 		die_by_signal(ex->signal, ex->core_dumped);

@@ -67,13 +67,15 @@ bool sink_reaches_agent(int fd, bool with_tty)
 	return fstat(fd, &st) == 0 && reaches_agent_by_kind(fd, &st, with_tty);
 }
 
-/* Which of stdout and stderr are shaped; stdout and stderr that are one
- * open file, both shaped, are one stream. */
+/* Which of stdout and stderr are shaped and which reach the agent;
+ * stdout and stderr that are one open file, both shaped, are one stream. */
 static void set_decision(struct sink_decision *out, const bool shape[2],
-			 const struct stat st[2])
+			 const bool agent[2], const struct stat st[2])
 {
 	out->shape_stdout = shape[0];
 	out->shape_stderr = shape[1];
+	out->agent_stdout = agent[0];
+	out->agent_stderr = agent[1];
 	out->joined = shape[0] && shape[1] && st[0].st_dev == st[1].st_dev &&
 		      st[0].st_ino == st[1].st_ino;
 }
@@ -86,7 +88,16 @@ void sink_decide_command(struct sink_decision *out)
 	for (int i = 0; i < 2; i++)
 		shape[i] = fstat(1 + i, &st[i]) == 0 &&
 			   reaches_agent_by_kind(1 + i, &st[i], false);
-	set_decision(out, shape, st);
+	set_decision(out, shape, shape, st);
+}
+
+static bool is_declared(const struct identity declared[2], const struct stat *st)
+{
+	for (int d = 0; d < 2; d++)
+		if (declared[d].set && declared[d].dev == st->st_dev &&
+		    declared[d].ino == st->st_ino)
+			return true;
+	return false;
 }
 
 void sink_decide(const struct config *cfg, const struct limits *limits,
@@ -96,20 +107,7 @@ void sink_decide(const struct config *cfg, const struct limits *limits,
 	static const char err_key[] = "TOOLRUN_AGENT_STDERR=";
 	static const char command_key[] = "TOOLRUN_COMMAND=";
 	struct stat st[2];
-	bool open_fd[2];
 	struct identity declared[2] = {{0}, {0}};
-
-	for (int i = 0; i < 2; i++)
-		open_fd[i] = fstat(1 + i, &st[i]) == 0;
-
-	/* Inside an agent command, its budget bounds what reaches the agent;
-	 * a tool adds a bound of its own only where its section sets one. */
-	struct limits own = *limits;
-	if (env_value(envp, command_key, sizeof(command_key) - 1) &&
-	    cfg->truncate == TRUNCATE_SINK &&
-	    !(own.from_section & (LIMIT_SET_MAX_BYTES | LIMIT_SET_MAX_LINES)))
-		own.max_bytes = own.max_lines = 0;
-	limits = &own;
 
 	const char *d_out = env_value(envp, out_key, sizeof(out_key) - 1);
 	const char *d_err = env_value(envp, err_key, sizeof(err_key) - 1);
@@ -117,21 +115,22 @@ void sink_decide(const struct config *cfg, const struct limits *limits,
 		parse_identity(d_out, &declared[0]);
 	if (d_err)
 		parse_identity(d_err, &declared[1]);
-
+	/* Inside an agent command, its shaper cuts what reaches the agent,
+	 * once, whoever writes it. */
+	bool in_command = env_value(envp, command_key, sizeof(command_key) - 1) != NULL;
 	bool unlimited = limits->max_bytes == 0 && limits->max_lines == 0;
-	bool shape[2];
+
+	bool shape[2], agent[2];
 	for (int i = 0; i < 2; i++) {
-		if (!open_fd[i] || unlimited)
+		bool open_fd = fstat(1 + i, &st[i]) == 0;
+		/* Nothing declared: nothing reaches the agent, nothing is cut. */
+		agent[i] = open_fd && is_declared(declared, &st[i]);
+		if (!open_fd || unlimited || (agent[i] && in_command))
 			shape[i] = false;
-		else if (cfg->truncate == TRUNCATE_ALWAYS)
-			shape[i] = true;
-		else /* a declared stream only: nothing declared, nothing cut */
-			shape[i] = (declared[0].set && declared[0].dev == st[i].st_dev &&
-				    declared[0].ino == st[i].st_ino) ||
-				   (declared[1].set && declared[1].dev == st[i].st_dev &&
-				    declared[1].ino == st[i].st_ino);
+		else
+			shape[i] = agent[i] || cfg->truncate == TRUNCATE_ALWAYS;
 	}
-	set_decision(out, shape, st);
+	set_decision(out, shape, agent, st);
 }
 
 /* "DEV:INO" of fd if it can reach the agent, else "" (declared: not). */
@@ -146,6 +145,12 @@ static void own_identity(int fd, char *buf, size_t len)
 	sbuf_add_u64(&sb, (uint64_t)st.st_dev);
 	sbuf_addc(&sb, ':');
 	sbuf_add_u64(&sb, (uint64_t)st.st_ino);
+}
+
+bool sink_below_harness(char *const envp[])
+{
+	static const char key[] = "TOOLRUN_DIRECT=";
+	return env_value(envp, key, sizeof(key) - 1) != NULL;
 }
 
 /* TOOLRUN_DIRECT names the pid of a first process that declared nothing:

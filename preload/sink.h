@@ -18,9 +18,12 @@
  * byte and no line limit the program gets the caller's descriptor itself,
  * exactly as run directly (a terminal stays a terminal). Inside an agent
  * command (TOOLRUN_COMMAND is set), the command's budget shapes what
- * reaches the agent, whoever writes it: a listed tool's stream is shaped
- * on its own only when its [tool.NAME] section sets max_bytes or
- * max_lines (or with `truncate = always`).
+ * reaches the agent, whoever writes it: a listed tool's stream that is
+ * one of the agent's is never shaped by the tool's own job, in either
+ * truncate mode, so that the agent sees one marker, with the numbers of
+ * what the program wrote, naming a file that holds all of it. The tool's
+ * [tool.NAME] limits apply where its stream reaches the agent outside a
+ * command and, with `truncate = always`, to its streams that do not.
  */
 #ifndef TOOLRUN_SINK_H
 #define TOOLRUN_SINK_H
@@ -34,6 +37,10 @@ struct sink_decision {
 	bool shape_stderr;
 	/* stdout and stderr are one file: shape them as one stream */
 	bool joined;
+	/* The stream reaches the agent (declared, or a command's), shaped or
+	 * not: the Request's agent_streams. */
+	bool agent_stdout;
+	bool agent_stderr;
 };
 
 void sink_decide(const struct config *cfg, const struct limits *limits,
@@ -61,5 +68,8 @@ void sink_declare_own(void);
  * and TOOLRUN_DIRECT=<its pid>, so that a program it execs in its place
  * decides again. */
 void sink_declare_none(void);
+
+/* Is envp's program below such a first process (TOOLRUN_DIRECT)? */
+bool sink_below_harness(char *const envp[]);
 
 #endif

@@ -44,8 +44,9 @@ ct_intercepted() {
 	run --separate-stderr docker exec -u 1000 "$CT_BOX" bash -lc 'find . -name words.txt -exec cat {} \;'
 	[ "$status" -eq 0 ]
 	[ "$output" = $'alpha\nbeta\ngamma\nbeta' ]
-	ct_wait_job "$before" " uid=1000 tool=find pid=[0-9]+ exit=0 "
-	# cat writes into find's output, which is shaped once, for find.
+	# find and the cat it starts write straight into the command's output,
+	# which is shaped once, by the command.
+	ct_wait_job "$before" " uid=1000 tool=find pid=[0-9]+ exit=0 .*stdout=direct"
 	ct_wait_job "$before" " uid=1000 tool=cat pid=[0-9]+ exit=0 .*stdout=direct"
 }
 

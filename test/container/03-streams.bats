@@ -1,13 +1,16 @@
 #!/usr/bin/env bats
 # Status and streams through toolrun: exit codes, stderr apart from
 # stdout, stdin piped in with `docker exec -u 1000 -i`, and 124 on timeout. The box
-# runs with the image's config, but a 3-second timeout.
+# runs with the image's config, but a 3-second timeout (tail's own).
 
 load helpers
 
 setup_file() {
 	local conf="$BATS_FILE_TMPDIR/toolrun.conf"
-	sed 's/^timeout *=.*/timeout = 3/' "$TOOLRUN_SOURCE/container/toolrun.conf" >"$conf"
+	# Inside an agent command a tool keeps only a timeout its own section
+	# sets: tail gets one.
+	{ sed 's/^timeout *=.*/timeout = 3/' "$TOOLRUN_SOURCE/container/toolrun.conf"
+	  printf '[tool.tail]\ntimeout = 3\n'; } >"$conf"
 	chmod 0644 "$conf"
 	ct_setup_file --config "$conf"
 }

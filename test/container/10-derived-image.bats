@@ -81,6 +81,7 @@ etc/toolrun/toolrun.conf
 opt/toolrun/bin/toolrun
 opt/toolrun/lib/toolrun/libtoolrun.so
 opt/toolrun/lib/toolrun/toolrun-exec
+opt/toolrun/lib/toolrun/toolrun-session.so
 opt/toolrun/sbin/toolrun-init
 opt/toolrun/sbin/toolrund
 usr/local/bin/toolrun" ]
@@ -91,7 +92,8 @@ usr/local/bin/toolrun" ]
 @test "10-derived-image: the programs need glibc alone" {
 	local f
 	for f in /opt/toolrun/bin/toolrun /opt/toolrun/sbin/toolrund /opt/toolrun/sbin/toolrun-init \
-		/opt/toolrun/lib/toolrun/libtoolrun.so /opt/toolrun/lib/toolrun/toolrun-exec; do
+		/opt/toolrun/lib/toolrun/libtoolrun.so /opt/toolrun/lib/toolrun/toolrun-exec \
+		/opt/toolrun/lib/toolrun/toolrun-session.so; do
 		run docker exec -e LD_PRELOAD= "$CT_BOX" ldd "$f"
 		[ "$status" -eq 0 ]
 		echo "$output" | awk '{ print $1 }' >"$BATS_TEST_TMPDIR/libs"

@@ -73,10 +73,11 @@ spill_of() {
 	chmod 0644 "$conf"
 	grep -qx 'command_timeout = 3' "$conf"
 	box=$(ct_start timeout --config "$conf")
-	run --separate-stderr docker exec -u 1000 "$box" bash -lc 'echo started; sleep 600 & sleep 600; echo never'
+	# Also what left the command's session and parent (setsid -f).
+	run --separate-stderr docker exec -u 1000 "$box" bash -lc 'echo started; sleep 600 & setsid -f sleep 600; sleep 600; echo never'
 	[ "$status" -eq 124 ]
 	[ "$output" = started ]
-	[ "$stderr" = "toolrun: the command timed out after 3 s (command_timeout) and was killed, with every process it started" ]
+	[ "$stderr" = "toolrun: the command timed out after 3 s (command_timeout) and was killed, with the 3 other processes running below it; for longer work, use a session (toolrun session: no command timeout) or run it in the background (nohup CMD > FILE 2>&1 &) and read FILE later" ]
 	# Nothing of it is left (once reaped).
 	no_sleep() {
 		[ -z "$(docker exec -u 1000 -e TOOLRUN=off "$box" bash -c \

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # gen-bats.sh KIND CORPUS: print a .bats file with one test case per corpus
 # entry (bats 1.8.2 finds test cases only in the file's text, so they are
-# generated). KIND: "diff" (differential corpus, no truncation) or "shape"
-# (shaping corpus, small limits). The test names are the entry ids; the
+# generated). KIND: "diff" (differential corpus, no truncation), "shape"
+# (shaping corpus, small limits) or "always" (truncate = always, the
+# largest budget, compared as the differential corpus is). The test names are the entry ids; the
 # cases themselves are read from CORPUS again at run time, in setup_file.
 set -euo pipefail
 kind=$1
@@ -24,6 +25,11 @@ shape)
 	what="truncate = sink at small limits: only the agent's streams are shaped, by the rule"
 	setup="dt_setup_file \"\$TOOLRUN_SOURCE/test/differential/$(basename "$corpus")\" 300 5 '[tool.tail]' 'max_bytes = 2' 'max_lines = 0' '[tool.wc]' 'max_lines = 1'"
 	fn=shape_case
+	;;
+always)
+	what="truncate = always with the largest budget: each line run directly and through toolrun, same stdout, stderr, status, files"
+	setup="DT_TRUNCATE=always dt_setup_file \"\$TOOLRUN_SOURCE/test/differential/$(basename "$corpus")\" 1048576 0"
+	fn=diff_case
 	;;
 *)
 	echo "gen-bats.sh: unknown kind $kind" >&2

@@ -13,7 +13,8 @@ DT_TOOLS="cat grep find ls head tail sed awk sort uniq wc"
 
 # dt_config FILE MAX_BYTES MAX_LINES [LINE...]: the whole config, written
 # here rather than by tr_write_config, whose defaults would clash with
-# ours (a key set twice is an error).
+# ours (a key set twice is an error). DT_TRUNCATE: the truncate mode
+# (default sink).
 dt_config() {
 	local file=$1 bytes=$2 lines=$3
 	shift 3
@@ -26,7 +27,7 @@ dt_config() {
 		echo "max_bytes = $bytes"
 		echo "max_lines = $lines"
 		echo "timeout = 60"
-		echo "truncate = sink"
+		echo "truncate = ${DT_TRUNCATE:-sink}"
 		echo "spill_dir = $TR_DIR/spill"
 		echo "audit_log = $TR_DIR/audit.jsonl"
 		# The policy is lifted, as the limits are: the suite compares

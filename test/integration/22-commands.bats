@@ -7,7 +7,7 @@ load helpers
 
 setup_file() {
 	tr_start "truncate = sink" "spill_dir = $BATS_FILE_TMPDIR/spill" \
-		"[tool.tail]" "timeout = 2"
+		"[tool.tail]" "timeout = 2" "[tool.sort]" "max_lines = 500"
 	seq 1 100000 >"$TR_DIR/seq"
 }
 
@@ -60,6 +60,24 @@ split_marker() {
 	[ "$status" -eq 0 ]
 	[ "$(grep -c '^\.\.\.\[toolrun cut ' <<<"$output")" -eq 1 ]
 	[ "${#lines[@]}" -eq 201 ]
+}
+
+@test "22-commands-tool-section: a listed tool with limits of its own is cut once, by the command, with what it wrote" {
+	# sort's section allows 500 lines; the command's budget 200. The
+	# agent sees one marker whose numbers are sort's real output, and the
+	# file it names holds all of that output.
+	n=$(tr_job_count)
+	run --separate-stderr tr_agent "sort -n $TR_DIR/seq"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^\.\.\.\[toolrun cut ' <<<"$output")" -eq 1 ]
+	split_marker
+	[ "$marker_line" -eq 101 ]
+	dropped=$(($(stat -c %s "$TR_DIR/seq") - $(seq 1 100 | wc -c) - $(seq 99901 100000 | wc -c)))
+	[[ "$marker" == "...[toolrun cut 99800 lines ($dropped bytes) of stdout here: lines 101-99900 of 100000; the whole stdout is in $BATS_FILE_TMPDIR/spill/$(id -u)/"*"-stdout.log]" ]]
+	cmp "$(spill_path_in "$marker")" "$TR_DIR/seq"
+	[ "$(tail -n 100 <<<"$output")" = "$(seq 99901 100000)" ]
+	# sort wrote into the command's pipe itself.
+	jobs_since "$n" | grep -q ' tool=sort .*stdout=direct'
 }
 
 @test "22-commands-every-byte: pipes, files and substitutions get every byte" {
@@ -159,7 +177,8 @@ is_sleep3004() {
 	# A background job in a process group of its own (job control on),
 	# one in the command's group, and the command itself waiting.
 	run tr_agent 'echo before; set -m; sleep 3001 & set +m; sleep 3002 & sleep 3003; echo after'
-	tr_write_config "$TOOLRUN_CONFIG" "spill_dir = $BATS_FILE_TMPDIR/spill" "[tool.tail]" "timeout = 2"
+	tr_write_config "$TOOLRUN_CONFIG" "spill_dir = $BATS_FILE_TMPDIR/spill" "[tool.tail]" "timeout = 2" \
+		"[tool.sort]" "max_lines = 500"
 	"$TR_CLI" reload
 	[ "$status" -eq 124 ]
 	[ "${lines[0]}" = before ]
@@ -264,4 +283,16 @@ tr_direct() {
 	# Its children are not first processes: a shell that env starts
 	# as a child (not in its place) stays the harness's.
 	[ "$(tr_direct timeout 30 bash -c 'seq 1 100000' | wc -l)" -eq 100000 ]
+}
+
+@test "22-commands-harness-timeout: a tool below a harness's direct program runs as long as it would directly" {
+	tr_write_config "$TOOLRUN_CONFIG" "spill_dir = $BATS_FILE_TMPDIR/spill"
+	sed -i 's/^timeout = .*/timeout = 1/' "$TOOLRUN_CONFIG"
+	"$TR_CLI" reload
+	printf 'timeout 4 tail -f %s </dev/null >/dev/null; echo "status $?"\n' "$TR_DIR/seq" >"$TR_DIR/eval.sh"
+	run tr_direct bash "$TR_DIR/eval.sh"
+	tr_write_config "$TOOLRUN_CONFIG" "spill_dir = $BATS_FILE_TMPDIR/spill" "[tool.tail]" "timeout = 2"
+	"$TR_CLI" reload
+	[ "$status" -eq 0 ]
+	[ "$output" = "status 124" ]
 }

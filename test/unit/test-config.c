@@ -253,9 +253,9 @@ static void test_zero_limits_are_accepted(void **state)
 static void test_numbers_up_to_their_maximum_are_accepted(void **state)
 {
 	(void)state;
-	expect_ok("max_bytes = 1099511627776\nmax_lines = 1099511627776\n"
+	expect_ok("max_bytes = 1048576\nmax_lines = 1099511627776\n"
 		  "timeout = 604800\n");
-	assert_int_equal(cfg.defaults.max_bytes, UINT64_C(1) << 40);
+	assert_int_equal(cfg.defaults.max_bytes, 1048576);
 	assert_int_equal(cfg.defaults.max_lines, UINT64_C(1) << 40);
 	assert_int_equal(cfg.defaults.timeout_s, 604800);
 	expect_ok("max_bytes = 007\n");
@@ -512,13 +512,33 @@ static void test_error_bad_number_reports_its_line(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char text[128];
 		snprintf(text, sizeof(text), "tools = cat\nmax_lines = 2\nmax_bytes = %s\n", bad[i]);
-		expect_error(text, 3, "max_bytes must be a number");
+		/* A number too large to hold is refused for that (below). */
+		expect_error(text, 3, strcmp(bad[i], "1099511627777") == 0 ? "max_bytes = 1099511627777 is more"
+								       : "max_bytes must be a number");
 		snprintf(text, sizeof(text), "\n\nmax_lines = %s\n", bad[i]);
 		expect_error(text, 3, "max_lines must be a number");
 		snprintf(text, sizeof(text), "tools = cat\n[tool.cat]\ntimeout = %s\n", bad[i]);
 		expect_error(text, 3, "timeout must be a number");
 	}
 	expect_error("timeout = 604801\n", 1, "timeout must be a number");
+}
+
+/* toolrund holds up to max_bytes of a stream in memory: a budget it could
+ * not hold is refused by its line, in the defaults and in a section, and
+ * the message says what it takes. */
+static void test_error_max_bytes_above_what_is_held(void **state)
+{
+	(void)state;
+	expect_error("tools = cat\ntruncate = always\nmax_bytes = 1000000000\n", 3,
+		     "max_bytes = 1000000000 is more than toolrund holds of a stream: 1 to "
+		     "1048576, or 0 for no byte limit of its own (a stream shaped for max_lines "
+		     "is still held to 1048576 bytes)");
+	expect_error("tools = cat\n[tool.cat]\nshape = head\nmax_bytes = 1048577\n", 4,
+		     "max_bytes = 1048577 is more than toolrund holds");
+	expect_error("max_bytes = 18446744073709551615\n", 1, "max_bytes = 18446744073709551615 is more");
+	expect_error("max_bytes = 18446744073709551616\n", 1, "max_bytes must be a number");
+	expect_ok("tools = cat\n[tool.cat]\nmax_bytes = 1048576\n");
+	assert_int_equal(config_tool_limits(&cfg, 0).max_bytes, 1048576);
 }
 
 static void test_error_bad_truncate_value(void **state)
@@ -1215,6 +1235,7 @@ int main(void)
 		cmocka_unit_test(test_error_unknown_key_in_tool_section),
 		cmocka_unit_test(test_error_unknown_section_reports_line_of_its_first_key),
 		cmocka_unit_test(test_error_bad_number_reports_its_line),
+		cmocka_unit_test(test_error_max_bytes_above_what_is_held),
 		cmocka_unit_test(test_error_bad_truncate_value),
 		cmocka_unit_test(test_error_bad_fallback_value),
 		cmocka_unit_test(test_error_relative_socket),

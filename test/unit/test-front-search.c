@@ -2,8 +2,9 @@
  * Unit tests for front/search.c in a real temporary root: ranking, the
  * line and snippet of a hit, the update by mtime and size, what is not
  * indexed (.git, binary files, links, other extensions), queries full of
- * FTS5 syntax, the default index path, two processes on one index, and
- * the embedding command (re-ranking, failures).
+ * FTS5 syntax, the default index path (and the one under /tmp when
+ * another user made it first), two processes on one index, and the
+ * embedding command (re-ranking, failures).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -446,6 +447,86 @@ static void test_default_index_path_is_under_the_cache(void **state)
 	assert_int_equal(indexes, 1);
 }
 
+/* With no cache under $XDG_CACHE_HOME or $HOME, the index goes under
+ * $TMPDIR: taken is what stands at $TMPDIR/toolrun-cache-UID (made by
+ * the test). It is not used, nor written into: the index is in the one
+ * $TMPDIR/toolrun-cache-UID-XXXXXX of ours, 0700, found again by the
+ * next search. */
+static void search_beside_a_taken_tmp_cache(struct env *e, const char *tmp,
+					    const char *taken)
+{
+	char prefix[64];
+	int ours = 0;
+
+	setenv("TMPDIR", tmp, 1);
+	setenv("HOME", "/dev/null", 1); /* no ~/.cache here */
+	unsetenv("XDG_CACHE_HOME");
+	e->o.index_path = NULL;
+	search_ok(e, "socket");
+	assert_true(found(e, "src/net.c"));
+	search_ok(e, "socket");
+	unsetenv("TMPDIR");
+	snprintf(prefix, sizeof(prefix), "toolrun-cache-%u-", (unsigned)getuid());
+	DIR *d = opendir(tmp);
+	assert_non_null(d);
+	for (struct dirent *de; (de = readdir(d));) {
+		char dir[PATH_BUF];
+		struct stat st;
+		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		ours++;
+		snprintf(dir, sizeof(dir), "%s/%s", tmp, de->d_name);
+		assert_int_equal(lstat(dir, &st), 0);
+		assert_int_equal(st.st_mode & 07777, 0700);
+		assert_int_equal(st.st_uid, getuid());
+	}
+	closedir(d);
+	assert_int_equal(ours, 1);
+	d = opendir(taken);
+	assert_non_null(d);
+	for (struct dirent *de; (de = readdir(d));)
+		assert_true(strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0);
+	closedir(d);
+}
+
+static void test_tmp_cache_open_to_others_is_not_used(void **state)
+{
+	struct env *e = *state;
+	char tmp[128], taken[192];
+	char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+
+	snprintf(tmp, sizeof(tmp), "%s/tmp", e->base);
+	assert_int_equal(mkdir(tmp, 0755), 0);
+	assert_int_equal(chmod(tmp, 01777), 0);
+	snprintf(taken, sizeof(taken), "%s/toolrun-cache-%u", tmp, (unsigned)getuid());
+	assert_int_equal(mkdir(taken, 0755), 0);
+	assert_int_equal(chmod(taken, 0755), 0);
+	search_beside_a_taken_tmp_cache(e, tmp, taken);
+	if (home)
+		setenv("HOME", home, 1);
+	free(home);
+}
+
+static void test_tmp_cache_of_another_user_is_not_used(void **state)
+{
+	struct env *e = *state;
+	char tmp[128], taken[192];
+	char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+
+	if (geteuid() != 0)
+		skip();
+	snprintf(tmp, sizeof(tmp), "%s/tmp", e->base);
+	assert_int_equal(mkdir(tmp, 0755), 0);
+	assert_int_equal(chmod(tmp, 01777), 0);
+	snprintf(taken, sizeof(taken), "%s/toolrun-cache-%u", tmp, (unsigned)getuid());
+	assert_int_equal(mkdir(taken, 0700), 0);
+	assert_int_equal(chown(taken, 4343, 4343), 0);
+	search_beside_a_taken_tmp_cache(e, tmp, taken);
+	if (home)
+		setenv("HOME", home, 1);
+	free(home);
+}
+
 /* Write and search ten times; no cmocka assertion, which must not run in
  * the child. Returns 0 or -1, with e->e saying why. */
 static int write_and_search(struct env *e, const char *prefix)
@@ -566,6 +647,8 @@ int main(void)
 		T(test_fts5_syntax_in_the_query_is_text),
 		T(test_empty_query_is_a_syntax_error),
 		T(test_default_index_path_is_under_the_cache),
+		T(test_tmp_cache_open_to_others_is_not_used),
+		T(test_tmp_cache_of_another_user_is_not_used),
 		T(test_two_processes_on_one_index),
 		T(test_embed_command_reorders),
 		T(test_embed_ties_keep_the_bm25_order),

@@ -308,6 +308,63 @@ static void test_truncate_always_forces_shaping(void **state)
 	assert_false(d.joined);
 }
 
+/* Request.agent_streams: `always` adds only the streams that do not reach
+ * the agent, and only those that do are summarised when binary; a client
+ * that does not say (older) gets both streams added and summarised. */
+static void test_agent_streams_bound_always_and_the_binary_summary(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct policy_decision d;
+	Toolrun__AgentStreams agent = TOOLRUN__AGENT_STREAMS__INIT;
+
+	use_config("tools = cat\ntruncate = always\n");
+	fixture_init(&f);
+	f.req.shape_stdout = false;
+	f.req.shape_stderr = false;
+	expect_run(&f, &d);
+	assert_true(d.shape_stdout && d.shape_stderr);
+	assert_true(d.agent_stdout && d.agent_stderr);
+
+	agent.stdout_reaches_agent = true;
+	f.req.agent_streams = &agent;
+	expect_run(&f, &d);
+	assert_false(d.shape_stdout);
+	assert_true(d.shape_stderr);
+	assert_true(d.agent_stdout);
+	assert_false(d.agent_stderr);
+
+	use_config("tools = cat\n");
+	fixture_init(&f);
+	agent.stdout_reaches_agent = false;
+	f.req.agent_streams = &agent;
+	expect_run(&f, &d);
+	assert_true(d.shape_stdout && d.shape_stderr);
+	assert_false(d.agent_stdout || d.agent_stderr);
+}
+
+/* Decoding is strict inside agent_streams too: a field it does not know
+ * there is refused, as anywhere in a Request. */
+static void test_agent_streams_with_an_unknown_field_is_refused(void **state)
+{
+	(void)state;
+	/* ClientMessage{request{executable "x", agent_streams{stdout_reaches_agent
+	 * true, field 3 = 1}}}, then the same without field 3. */
+	static const uint8_t unknown[] = {0x12, 0x09, 0x0a, 0x01, 'x', 0x5a, 0x04,
+					  0x08, 0x01, 0x18, 0x01};
+	static const uint8_t known[] = {0x12, 0x07, 0x0a, 0x01, 'x', 0x5a, 0x02, 0x08, 0x01};
+	struct arena a;
+	char err[256];
+
+	assert_null(policy_decode(unknown, sizeof(unknown), &a, err, sizeof(err)));
+	assert_string_equal(err, "message of an unknown type or with unknown fields");
+	Toolrun__ClientMessage *m = policy_decode(known, sizeof(known), &a, err, sizeof(err));
+	assert_non_null(m);
+	assert_true(m->request->agent_streams->stdout_reaches_agent);
+	assert_false(m->request->agent_streams->stderr_reaches_agent);
+	arena_release(&a);
+}
+
 static void test_executable_just_below_path_max_is_accepted(void **state)
 {
 	(void)state;
@@ -1058,6 +1115,8 @@ int main(void)
 		T(test_stderr_joins_stdout_with_both_shaped_runs_joined),
 		T(test_truncate_sink_shapes_only_what_is_asked),
 		T(test_truncate_always_forces_shaping),
+		T(test_agent_streams_bound_always_and_the_binary_summary),
+		T(test_agent_streams_with_an_unknown_field_is_refused),
 		T(test_executable_just_below_path_max_is_accepted),
 		T(test_relative_executable_is_looked_up_from_cwd_fd),
 		T(test_unlisted_program_is_not_listed),

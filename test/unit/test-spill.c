@@ -1,9 +1,12 @@
 /*
  * Unit tests for daemon/spill.c in real temporary directories: the
  * layout and modes, what is refused (a symbolic link, a directory of
- * someone else, one open to others), expiry, the total cap and unique
- * names. Ownership is checked as root does it; a test that needs root
- * is skipped without it.
+ * someone else, one open to others), the directory made beside a
+ * spill_dir that is not toolrund's, a held spill_dir that went away,
+ * expiry, the total cap and unique names. Ownership is checked as root
+ * does it; a test that needs root is skipped without it. One test drops
+ * to another uid with the launcher's capabilities (caps.h), as toolrund
+ * does with `user` set.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "caps.h"
 #include "config.h"
 #include "spill.h"
 
@@ -33,6 +37,7 @@
 
 struct env {
 	struct config cfg;
+	struct spill_root root; /* what the launcher holds */
 	char base[64];   /* the temporary directory */
 	char spill[128]; /* <base>/spill: spill_dir */
 	char path[CONFIG_PATH_MAX + 320];
@@ -45,6 +50,7 @@ static int setup(void **state)
 	if (!e)
 		return -1;
 	config_init(&e->cfg, "test");
+	e->root = (struct spill_root)SPILL_ROOT_INIT;
 	snprintf(e->base, sizeof(e->base), "/tmp/test-spill-XXXXXX");
 	if (!mkdtemp(e->base) || chmod(e->base, 0755) < 0)
 		return -1;
@@ -58,6 +64,7 @@ static int teardown(void **state)
 {
 	struct env *e = *state;
 	char cmd[160];
+	spill_root_close(&e->root);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->base);
 	int r = system(cmd);
 	free(e);
@@ -72,8 +79,41 @@ static void skip_unless_root(void)
 
 static int open_spill(struct env *e, uid_t uid, uint64_t job, const char *stream)
 {
-	return spill_open(&e->cfg, uid, job, stream, e->path, sizeof(e->path), e->reason,
-			  sizeof(e->reason));
+	return spill_open(&e->root, &e->cfg, uid, job, stream, e->path, sizeof(e->path),
+			  e->reason, sizeof(e->reason));
+}
+
+/* The file at e->path is in <spill>.XXXXXX/<uid>/, a directory made
+ * beside spill_dir: 0755, of this process's uid. */
+static void assert_beside(const struct env *e, uid_t uid)
+{
+	char dir[256], uid_dir[32];
+	struct stat st;
+	size_t n = strlen(e->spill);
+
+	assert_memory_equal(e->path, e->spill, n);
+	assert_int_equal(e->path[n], '.');
+	snprintf(dir, sizeof(dir), "%.*s", (int)(n + 7), e->path);
+	assert_int_equal(strspn(dir + n + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					    "abcdefghijklmnopqrstuvwxyz0123456789"),
+			 6);
+	snprintf(uid_dir, sizeof(uid_dir), "/%u/", (unsigned)uid);
+	assert_memory_equal(e->path + n + 7, uid_dir, strlen(uid_dir));
+	assert_int_equal(lstat(dir, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0755);
+	assert_int_equal(st.st_uid, geteuid());
+	assert_int_equal(stat(e->path, &st), 0);
+	assert_int_equal(st.st_uid, uid);
+}
+
+/* Entries of a directory, . and .. aside. */
+static int entries(const char *dir)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "exit $(ls -A '%s' | wc -l)", dir);
+	int r = system(cmd);
+	return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
 }
 
 static const char *base_name(const char *path)
@@ -244,22 +284,20 @@ static void test_unknown_stream(void **state)
 	assert_int_equal(open_spill(e, geteuid(), 1, "../x"), -EINVAL);
 }
 
-static void test_symlinked_spill_dir_is_refused(void **state)
+static void test_symlinked_spill_dir_is_not_followed(void **state)
 {
 	struct env *e = *state;
-	char real[128], expect[256];
-	struct stat st;
+	char real[128];
 
 	snprintf(real, sizeof(real), "%s/real", e->base);
 	assert_int_equal(mkdir(real, 0755), 0);
 	assert_int_equal(symlink(real, e->spill), 0);
-	assert_int_equal(open_spill(e, geteuid(), 1, "stdout"), -ELOOP);
-	snprintf(expect, sizeof(expect), "spill_dir %s: is a symbolic link", e->spill);
-	assert_string_equal(e->reason, expect);
+	int fd = open_spill(e, geteuid(), 1, "stdout");
+	assert_true(fd >= 0);
+	close(fd);
+	assert_beside(e, geteuid());
 	/* Nothing was made through it. */
-	char uid_dir[192];
-	snprintf(uid_dir, sizeof(uid_dir), "%s/%u", real, (unsigned)geteuid());
-	assert_int_equal(stat(uid_dir, &st), -1);
+	assert_int_equal(entries(real), 0);
 }
 
 static void test_symlinked_uid_dir_is_refused(void **state)
@@ -287,25 +325,108 @@ static void test_missing_parent_is_named(void **state)
 	assert_string_equal(e->reason, expect);
 }
 
-static void test_spill_dir_writable_by_others_is_refused(void **state)
+static void test_spill_dir_writable_by_others_is_not_used(void **state)
 {
 	struct env *e = *state;
 
 	assert_int_equal(mkdir(e->spill, 0755), 0);
 	assert_int_equal(chmod(e->spill, 01777), 0);
-	assert_int_equal(open_spill(e, geteuid(), 1, "stdout"), -EPERM);
-	assert_non_null(strstr(e->reason, "mode 1777 lets other users write to it"));
+	int fd = open_spill(e, geteuid(), 1, "stdout");
+	assert_true(fd >= 0);
+	close(fd);
+	assert_beside(e, geteuid());
+	assert_int_equal(entries(e->spill), 0);
 }
 
-static void test_spill_dir_of_another_user_is_refused(void **state)
+/* Another user made spill_dir first (the issue's box: a caller's own
+ * /tmp/toolrun-output): every uid's files go beside it, and nothing goes
+ * into it. */
+static void test_spill_dir_of_another_user_is_not_used(void **state)
 {
 	struct env *e = *state;
 
 	skip_unless_root();
 	assert_int_equal(mkdir(e->spill, 0755), 0);
 	assert_int_equal(chown(e->spill, OTHER, (gid_t)-1), 0);
-	assert_int_equal(open_spill(e, USER, 1, "stdout"), -EPERM);
-	assert_non_null(strstr(e->reason, "owned by uid 4343"));
+	int fd = open_spill(e, USER, 1, "stdout");
+	assert_true(fd >= 0);
+	close(fd);
+	assert_beside(e, USER);
+	fd = open_spill(e, 0, 2, "stdout");
+	assert_true(fd >= 0);
+	close(fd);
+	assert_beside(e, 0);
+	assert_int_equal(entries(e->spill), 0);
+}
+
+/* spill_prepare says which directory it holds: spill_dir when it is fit,
+ * the one beside it otherwise. */
+static void test_prepare_holds_spill_dir_or_one_beside_it(void **state)
+{
+	struct env *e = *state;
+	char reason[CONFIG_PATH_MAX + 160];
+	struct stat held;
+
+	assert_int_equal(spill_prepare(&e->root, e->spill, reason, sizeof(reason)), 0);
+	assert_string_equal(e->root.dir, e->spill);
+	assert_int_equal(fstat(e->root.fd, &held), 0);
+	assert_int_equal(held.st_mode & 07777, 0755);
+
+	assert_int_equal(chmod(e->spill, 0775), 0);
+	assert_int_equal(spill_prepare(&e->root, e->spill, reason, sizeof(reason)), 0);
+	assert_string_not_equal(e->root.dir, e->spill);
+	assert_int_equal(strncmp(e->root.dir, e->spill, strlen(e->spill)), 0);
+	assert_int_equal(strlen(e->root.dir), strlen(e->spill) + 7);
+
+	assert_int_equal(spill_prepare(&e->root, "", reason, sizeof(reason)), -ENOENT);
+	assert_string_equal(reason, "no spill_dir is set");
+}
+
+/* A held spill_dir that was removed (a cleaner of /tmp) is made again at
+ * its path: the marker's path names the file. */
+static void test_removed_spill_dir_is_made_again(void **state)
+{
+	struct env *e = *state;
+	char cmd[256];
+	struct stat st;
+
+	int fd = open_spill(e, geteuid(), 1, "stdout");
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->spill);
+	assert_int_equal(system(cmd), 0);
+	fd = open_spill(e, geteuid(), 2, "stdout");
+	assert_true(fd >= 0);
+	assert_non_null(strstr(e->path, "-2-stdout.log"));
+	assert_memory_equal(e->path, e->spill, strlen(e->spill));
+	assert_int_equal(e->path[strlen(e->spill)], '/');
+	assert_int_equal(stat(e->path, &st), 0);
+	struct stat by_fd;
+	assert_int_equal(fstat(fd, &by_fd), 0);
+	assert_int_equal(st.st_ino, by_fd.st_ino);
+	close(fd);
+}
+
+/* A held spill_dir renamed away, and another user's directory put at its
+ * path: not used; files go beside it. */
+static void test_spill_dir_replaced_by_another_users_is_not_used(void **state)
+{
+	struct env *e = *state;
+	char away[160];
+
+	skip_unless_root();
+	int fd = open_spill(e, USER, 1, "stdout");
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(away, sizeof(away), "%s/away", e->base);
+	assert_int_equal(rename(e->spill, away), 0);
+	assert_int_equal(mkdir(e->spill, 0755), 0);
+	assert_int_equal(chown(e->spill, OTHER, (gid_t)-1), 0);
+	fd = open_spill(e, USER, 2, "stdout");
+	assert_true(fd >= 0);
+	close(fd);
+	assert_beside(e, USER);
+	assert_int_equal(entries(e->spill), 0);
 }
 
 static void test_uid_dir_of_someone_else_is_refused(void **state)
@@ -350,6 +471,7 @@ static void test_file_for_another_uid_without_root_is_refused(void **state)
 
 	skip_unless_root();
 	assert_int_equal(mkdir(e->spill, 0755), 0);
+	assert_int_equal(chown(e->spill, OTHER, (gid_t)-1), 0);
 	assert_int_equal(pipe(p), 0);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
@@ -374,6 +496,67 @@ static void test_file_for_another_uid_without_root_is_refused(void **state)
 	assert_non_null(strstr(reason, "the file could not be given to uid 4242"));
 	snprintf(dir, sizeof(dir), "%s/%u", e->spill, USER);
 	assert_int_equal(stat(dir, &st), -1);
+}
+
+/* As the launcher of a daemon with `user` set: uid OTHER, with CAPS_KEPT
+ * effective. Files for root, then for USER, then root again: each is
+ * made and given to its uid (acting as uid 0 once took CAP_CHOWN away
+ * for good: capabilities(7), caps.h). Exits 0 when all were, or 10 + the
+ * one that was not, its reason on fd out. */
+static __attribute__((noreturn)) void spill_as_a_launcher(struct env *e, int out)
+{
+	const uid_t order[] = {0, USER, 0};
+
+	if (caps_keep_across_drop() < 0 || setresgid(OTHER, OTHER, OTHER) < 0 ||
+	    setresuid(OTHER, OTHER, OTHER) < 0 || caps_after_drop() < 0 || caps_raise() < 0)
+		_exit(2);
+	for (int i = 0; i < 3; i++) {
+		struct stat st;
+		int fd = open_spill(e, order[i], (uint64_t)i, "stdout");
+		if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != order[i]) {
+			if (write(out, e->reason, strlen(e->reason)) < 0)
+				_exit(3);
+			_exit(10 + i);
+		}
+		close(fd);
+	}
+	_exit(0);
+}
+
+static void test_files_for_root_then_others_with_the_launchers_capabilities(void **state)
+{
+	struct env *e = *state;
+	int p[2], status;
+
+	skip_unless_root();
+	assert_int_equal(mkdir(e->spill, 0755), 0);
+	assert_int_equal(chown(e->spill, OTHER, (gid_t)-1), 0);
+	assert_int_equal(pipe(p), 0);
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		spill_as_a_launcher(e, p[1]);
+	}
+	close(p[1]);
+	char reason[512] = "";
+	ssize_t n = read(p[0], reason, sizeof(reason) - 1);
+	close(p[0]);
+	reason[n > 0 ? n : 0] = '\0';
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) != 0)
+		fail_msg("child exit %d: %s", WEXITSTATUS(status), reason);
+	char dir[192];
+	struct stat st;
+	snprintf(dir, sizeof(dir), "%s/%u", e->spill, USER);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_uid, USER);
+	snprintf(dir, sizeof(dir), "%s/0", e->spill);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_uid, 0);
 }
 
 /* ───────────────────────── clean-up ───────────────────────── */
@@ -487,14 +670,18 @@ int main(void)
 		T(test_collision_takes_a_numbered_name),
 		T(test_no_spill_dir),
 		T(test_unknown_stream),
-		T(test_symlinked_spill_dir_is_refused),
+		T(test_symlinked_spill_dir_is_not_followed),
 		T(test_symlinked_uid_dir_is_refused),
 		T(test_missing_parent_is_named),
-		T(test_spill_dir_writable_by_others_is_refused),
-		T(test_spill_dir_of_another_user_is_refused),
+		T(test_spill_dir_writable_by_others_is_not_used),
+		T(test_spill_dir_of_another_user_is_not_used),
+		T(test_prepare_holds_spill_dir_or_one_beside_it),
+		T(test_removed_spill_dir_is_made_again),
+		T(test_spill_dir_replaced_by_another_users_is_not_used),
 		T(test_uid_dir_of_someone_else_is_refused),
 		T(test_uid_dir_open_to_others_is_refused),
 		T(test_file_for_another_uid_without_root_is_refused),
+		T(test_files_for_root_then_others_with_the_launchers_capabilities),
 		T(test_expired_files_go_in_every_uid_dir),
 		T(test_total_cap_deletes_oldest_first),
 		T(test_under_the_cap_nothing_goes),
