@@ -286,6 +286,11 @@ class SessionTest(BoxCase):
             r = s.kill(yield_s=30)
             self.assertEqual((r.state, r.exit_code, r.signal), ("done", 137, "SIGKILL"))
             self.assertEqual(s.run("echo alive").stdout, "alive\n")
+            # Another signal, by name.
+            r = s.run("(trap '' INT; exec sleep 305)", yield_s=0.5)
+            self.assertEqual(r.state, "running")
+            r = s.kill(yield_s=30, signal="TERM")
+            self.assertEqual((r.state, r.exit_code, r.signal), ("done", 143, "SIGTERM"))
 
     def test_exec_past_its_timeout_kills_everything_it_started(self):
         r = self.box.exec("(trap '' INT; exec sleep 302) & (trap '' INT; exec sleep 303)",

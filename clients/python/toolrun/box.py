@@ -203,10 +203,12 @@ class Session:
         """Ctrl-C for the running command."""
         return self._call("bash_interrupt", {}, yield_s)
 
-    def kill(self, yield_s: float = 1.0) -> Result:
-        """SIGKILL to every process of the running command (the session and
-        its bash live on): for a command that ignores Ctrl-C."""
-        return self._call("bash_kill", {}, yield_s)
+    def kill(self, yield_s: float = 1.0, signal: Optional[str] = None) -> Result:
+        """SIGKILL (or `signal`: "TERM", "SIGTERM", a number) to every
+        process of the running command, the session and its bash living
+        on: for a command that ignores Ctrl-C (MCP's bash_kill)."""
+        args = {} if signal is None else {"signal": str(signal)}
+        return self._call("bash_kill", args, yield_s)
 
     def close(self) -> None:
         """End the session: SIGHUP, then SIGKILL, to all it runs."""
