@@ -1,0 +1,73 @@
+#!/bin/bash
+# client-latency.sh: what a call costs through the Python client
+# (clients/python), against a docker exec per call.
+#
+#   bench/client-latency.sh [--rounds N] [--box NAME] [--keep] [--out DIR]
+#
+# Starts a box with container/run.sh (the image TOOLRUN_IMAGE, default
+# toolrun:latest, built with container/build.sh if missing), unless --box
+# names a running one, then runs bench/client-latency.py in it with
+# Debian's python3: `docker exec BOX bash -lc true`, box.exec("true") and a
+# session's run("true"), interleaved, as medians and ratios (bench/README.md,
+# "The Python client"). The box it started is removed at the end unless
+# --keep.
+#
+#   --rounds N   rounds of the three calls (default 100)
+#   --box NAME   use this running box
+#   --keep       leave the box it started running
+#   --out DIR    also write client-latency.json and client-latency.txt there
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(dirname "$here")
+image=${TOOLRUN_IMAGE:-toolrun:latest}
+rounds=100
+box=
+keep=false
+out=
+started=false
+
+say() { printf 'bench: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--rounds) [ $# -ge 2 ] || die "--rounds needs a value"; rounds=$2; shift 2 ;;
+	--box) [ $# -ge 2 ] || die "--box needs a value"; box=$2; shift 2 ;;
+	--out) [ $# -ge 2 ] || die "--out needs a value"; out=$2; shift 2 ;;
+	--keep) keep=true; shift ;;
+	-h|--help) sed -n '2,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+	*) die "unknown argument '$1' (see --help)" ;;
+	esac
+done
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive number, not '$rounds'"
+
+python=/usr/bin/python3
+[ -x "$python" ] || python=$(command -v python3) || { say "no python3: skipped"; exit 77; }
+docker version --format '{{.Server.Version}}' >/dev/null 2>&1 || { say "no Docker engine answers: skipped"; exit 77; }
+
+tmp=$(mktemp -d)
+cleanup() {
+	if $started && ! $keep; then
+		docker rm -f "$box" >/dev/null 2>&1 || true
+	fi
+	rm -rf "$tmp" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+if [ -z "$box" ]; then
+	if ! docker image inspect "$image" >/dev/null 2>&1; then
+		say "no image $image: building it"
+		TOOLRUN_IMAGE=$image "$repo/container/build.sh" --quiet
+	fi
+	box=toolrun-client-bench-$$
+	mkdir "$tmp/workspace"
+	chmod 0777 "$tmp/workspace"
+	TOOLRUN_IMAGE=$image "$repo/container/run.sh" --replace "$box" "$tmp/workspace" >/dev/null
+	started=true
+	$keep && say "box $box (kept)"
+fi
+
+args=(--box "$box" --rounds "$rounds")
+[ -z "$out" ] || args+=(--out "$out")
+PYTHONDONTWRITEBYTECODE=1 "$python" "$here/client-latency.py" "${args[@]}"
