@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -143,6 +144,7 @@ struct client {
 	int ping;            /* the Ping's connection while it waits, or -1 */
 	uint32_t timeout_ms; /* Started's: the job's time limit; 0: none */
 	int ending_signal;   /* the first forwarded signal that ends the program */
+	int dumpable;        /* PR_GET_DUMPABLE before client_run */
 };
 
 /* Give up before anything ran: the caller applies the fallback. */
@@ -221,18 +223,50 @@ static bool core_name_is_per_process(void)
 	return buf[0] == '|' || strstr(buf, "%p") || strstr(buf, "%P");
 }
 
+/*
+ * The stand-in holds its caller's channel: the stdout and stderr that
+ * reach the agent (or an MCP client), and the socket of the job. The
+ * programs it serves run as the same uid, and could open all of them
+ * through /proc/PID/fd and write there past the budget and the audit's
+ * counts. Undumpable, its fds, memory and environment take CAP_SYS_PTRACE
+ * to reach (what the daemon does for its own processes). Returns what it
+ * was, for put_back_dumpable().
+ */
+static int hide_from_programs(void)
+{
+	int was = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	return was;
+}
+
+/* The process goes on as itself (nothing ran, or it dies dumping core):
+ * as dumpable as it was. An execve that follows sets it anew anyway. */
+static void put_back_dumpable(int was)
+{
+	if (was == 1)
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+}
+
 /* Die of sig as the program did, so that the shell reports 128+sig. */
-static NORETURN void die_by_signal(int sig, bool core_dumped)
+static NORETURN void die_by_signal(int sig, bool core_dumped, int dumpable)
 {
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigset_t one;
 
 	/* Our image is not the program's: dump it only when the program
 	 * dumped (so that the shell says "core dumped") and our core cannot
-	 * take the place of the program's own. */
+	 * take the place of the program's own. An undumpable process dumps
+	 * nothing: it becomes dumpable again, as it was, but only once it
+	 * holds nothing of its caller's that a program could then reach. */
 	if (!core_dumped || !core_name_is_per_process()) {
 		struct rlimit none = {0, 0};
 		setrlimit(RLIMIT_CORE, &none);
+	} else if (dumpable == 1) {
+		if (syscall(SYS_close_range, 0U, ~0U, 0U) < 0)
+			for (int fd = 0; fd < 1024; fd++)
+				close(fd);
+		put_back_dumpable(dumpable);
 	}
 	sigaction(sig, &dfl, NULL);
 	kill(getpid(), sig);
@@ -516,6 +550,7 @@ static void release(struct client *cl)
 		munmap(cl->map, cl->map_len);
 		cl->map = NULL;
 	}
+	put_back_dumpable(cl->dumpable);
 }
 
 static void send_signal(struct client *cl, int signo);
@@ -754,7 +789,7 @@ static bool give_up(struct client *cl)
 		sbuf_add(&sb, " and does not answer; ending on ");
 		sbuf_add(&sb, sig);
 		say(cl, what, NULL);
-		die_by_signal(cl->ending_signal, false);
+		die_by_signal(cl->ending_signal, false, cl->dumpable);
 	}
 	if (cl->started) {
 		sbuf_add(&sb, "toolrund did not end the job within its ");
@@ -831,9 +866,9 @@ static bool died_of_sigpipe_directly(const struct client *cl, const Toolrun__Exi
 static NORETURN void on_exit_started(const struct client *cl, const Toolrun__Exit *ex)
 {
 	if (ex->status_case == TOOLRUN__EXIT__STATUS_SIGNAL)
-		die_by_signal(ex->signal, ex->core_dumped);
+		die_by_signal(ex->signal, ex->core_dumped, cl->dumpable);
 	if (died_of_sigpipe_directly(cl, ex))
-		die_by_signal(SIGPIPE, false);
+		die_by_signal(SIGPIPE, false, cl->dumpable);
 	_exit(ex->code & 0xff);
 }
 
@@ -1022,6 +1057,7 @@ void client_run(const struct client_call *call, struct client_result *res)
 	int r;
 
 	memset(res, 0, sizeof(*res));
+	cl.dumpable = hide_from_programs();
 	if ((r = setup_memory(&cl, &argc, &envc)) < 0) {
 		unreachable(&cl, -r, "cannot map memory", errno_text(r));
 		goto out;

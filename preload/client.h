@@ -11,6 +11,10 @@
  * and, without an answer, ends by itself (see "A stuck toolrund" in
  * client.c).
  *
+ * It is undumpable while it stands in, so that the programs it serves,
+ * which run as its uid, cannot reach its fds (the caller's channel)
+ * through /proc; a client_run that returns leaves it as it was.
+ *
  * Async-signal-safe throughout: memory comes from one mmap, messages are
  * decoded into it, and only raw syscalls are used.
  */
