@@ -67,10 +67,15 @@ Toolrun__ClientMessage *policy_decode(const uint8_t *payload, size_t len,
 	ProtobufCMessage *base;
 	int r = arena_unpack(a, &toolrun__client_message__descriptor, len, payload, &base);
 
+	if (r == -E2BIG) {
+		snprintf(err, errlen, "argv and envp take %zu bytes as execve counts them (each "
+			 "string, its NUL and an 8-byte pointer): more than the %u any execve takes",
+			 a->exec_bytes, FRAME_MAX_EXEC_BYTES);
+		return NULL;
+	}
 	if (r == -EMSGSIZE) {
-		snprintf(err, errlen, "the message has too many entries (argv, envp, ...) to "
-			 "decode within %zu bytes (%d per byte of its %zu, plus %u MiB)",
-			 arena_capacity(len), ARENA_PER_BYTE, len, ARENA_BASE >> 20);
+		snprintf(err, errlen, "the message has too many fields for its %zu bytes: "
+			 "decoding it would take more than %zu bytes", len, a->cap);
 		return NULL;
 	}
 	if (r < 0) {

@@ -475,6 +475,16 @@ static void capture_state(struct client *cl, Toolrun__ProcessState *st,
 	st->personality = (uint32_t)ps->personality;
 }
 
+/* What execve makes of these strings (frame.h). */
+static size_t exec_bytes(const ProtobufCBinaryData *v, size_t n)
+{
+	size_t bytes = 0;
+
+	for (size_t i = 0; i < n; i++)
+		bytes += FRAME_EXEC_COST(v[i].len);
+	return bytes;
+}
+
 /* Pack Hello and Request into one buffer; the fds go with the Request. */
 static int build_frames(struct client *cl, size_t argc, size_t envc,
 			uint8_t **buf, size_t *hello_len, size_t *total)
@@ -518,6 +528,10 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 	rmsg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST;
 	rmsg.request = &req;
 
+	/* More than any execve takes fails as it would directly, and
+	 * toolrund would refuse it. */
+	if (exec_bytes(req.argv, argc) + exec_bytes(req.envp, envc) > FRAME_MAX_EXEC_BYTES)
+		return -E2BIG;
 	size_t hsize = frame_size(&hmsg.base);
 	size_t rsize = frame_size(&rmsg.base);
 	if (rsize - FRAME_HEADER_SIZE > FRAME_MAX_CLIENT_PAYLOAD)
