@@ -42,7 +42,8 @@ struct policy_decision {
  * Decode one client payload strictly: a ClientMessage with one message
  * set and no field this version does not know, within the memory its
  * size allows (arena.h). Returns the message, which lives in a (release
- * it with arena_release once done with the message), or NULL with a
+ * it with arena_release once done with the message) and whose argv and
+ * envp entries point into payload (keep it until then), or NULL with a
  * one-line reason in err and nothing held.
  */
 Toolrun__ClientMessage *policy_decode(const uint8_t *payload, size_t len,

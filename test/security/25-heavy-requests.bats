@@ -210,3 +210,17 @@ closed" "$output"
 	same_pair
 	still_serving
 }
+
+@test "08-library-e2big: an exec past the most any execve takes fails with E2BIG in the library, as directly" {
+	# 6.5 MiB of arguments: within a frame, past what toolrund decodes
+	# (6 MiB as execve counts them), and past what any execve takes, so
+	# that the library fails it as the kernel would, rather than have
+	# toolrund refuse it.
+	run --separate-stderr tr_bash "$TR_PROBE big-exec 6815744 /bin/cat"
+	[ "$output" = E2BIG ]
+	[ -z "$stderr" ]
+	run --separate-stderr plain_bash "$TR_PROBE big-exec 6815744 /bin/cat"
+	[ "$output" = E2BIG ]
+	same_pair
+	still_serving
+}
