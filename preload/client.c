@@ -1006,7 +1006,7 @@ static void on_signal_in_write(struct client *cl)
 		if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
 			stop_with_program(cl, sig);
 		else if (ends_program(cl, sig))
-			die_by_signal(sig, false);
+			die_by_signal(sig, false, cl->dumpable);
 	}
 }
 
