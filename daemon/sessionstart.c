@@ -59,7 +59,7 @@ static const char wrapper_fmt[] =
 	"builtin enable -f '%s' toolrun_session || exit %d\n"
 	"builtin toolrun_session ready || exit %d\n"
 	"while :; do\n"
-	"  trap '[[ -n $__toolrun_in ]] && return $(( $? > 128 ? $? : 130 )) 2>/dev/null' INT\n"
+	"  trap '__toolrun_was=$?; [[ -n $__toolrun_in ]] && return $(( __toolrun_was > 128 ? __toolrun_was : 130 )) 2>/dev/null' INT\n"
 	"  __toolrun_cmd=\n"
 	"  builtin toolrun_session read __toolrun_cmd\n"
 	"  __toolrun_st=$?\n"

@@ -135,3 +135,15 @@ session_records() {
 	[ "$(jf stdout)" = alive ]
 	session close "$sid"
 }
+
+@test "28-session-channel-deferred-interrupt: an interrupt a subshell ignored ends the command with the status of what killed it" {
+	new_session
+	run session run "$sid" --json --timeout 0.5 -- "(trap '' INT; exec sleep 301)"
+	[ "$(jf state)" = running ]
+	run session interrupt "$sid" --json --timeout 2
+	[ "$(jf state)" = running ]
+	run session kill "$sid" --json --timeout 60
+	[ "$(jf state)" = done ]
+	[ "$(jf exit_code)" = 137 ]
+	session close "$sid"
+}
