@@ -313,7 +313,7 @@ struct lift_count {
 static size_t strip(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
 		    bool top, uint8_t *out, struct lift_count *count)
 {
-	const uint8_t *end = p + len;
+	const uint8_t *end = len ? p + len : p; /* an empty payload may be NULL */
 	uint64_t seen = 0;
 	size_t n = 0;
 

@@ -355,21 +355,31 @@ static void check_environment(const Toolrun__Request *req, const char *tool,
 	free(env);
 }
 
-/* An agent command's environment: the request's entries as they are, in
- * order, then the daemon's (here none); never the marker. */
+/* An agent command's environment: the request's entries in order, less
+ * those the global filters drop (toolrun's own variables pass unasked;
+ * this config's filters keep LD_PRELOAD), then the daemon's (here none);
+ * never the marker. */
 static void check_command_environment(const Toolrun__Request *req)
 {
 	ProtobufCBinaryData *env = NULL;
-	size_t n = 0;
+	size_t n = 0, j = 0;
 
 	if (policy_environment(req, &cfg, &cfg.defaults, NULL, 0, &env, &n) < 0)
 		return;
 	CHECK(env != NULL);
-	CHECK(n == req->n_envp);
+	CHECK(n <= req->n_envp);
 	for (size_t i = 0; i < n; i++) {
 		touch(env[i].data, env[i].len);
-		CHECK(env[i].data == req->envp[i].data && env[i].len == req->envp[i].len);
+		while (j < req->n_envp && env[i].data != req->envp[j].data) {
+			CHECK(!env_filter_passes("-", &req->envp[j]));
+			j++;
+		}
+		CHECK(j < req->n_envp && env[i].len == req->envp[j].len);
+		CHECK(env_filter_passes("-", &env[i]));
+		j++;
 	}
+	for (; j < req->n_envp; j++)
+		CHECK(!env_filter_passes("-", &req->envp[j]));
 	free(env);
 }
 
