@@ -25,10 +25,9 @@ rounds=100
 box=
 keep=false
 out=
-started=false
-
-say() { printf 'bench: %s\n' "$*" >&2; }
-die() { say "$*"; exit 1; }
+bench_name=bench
+# shellcheck source=bench/box.sh
+. "$here/box.sh"
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -46,26 +45,9 @@ python=/usr/bin/python3
 [ -x "$python" ] || python=$(command -v python3) || { say "no python3: skipped"; exit 77; }
 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 || { say "no Docker engine answers: skipped"; exit 77; }
 
-tmp=$(mktemp -d)
-cleanup() {
-	if $started && ! $keep; then
-		docker rm -f "$box" >/dev/null 2>&1 || true
-	fi
-	rm -rf "$tmp" 2>/dev/null || true
-}
-trap cleanup EXIT
-
 if [ -z "$box" ]; then
-	if ! docker image inspect "$image" >/dev/null 2>&1; then
-		say "no image $image: building it"
-		TOOLRUN_IMAGE=$image "$repo/container/build.sh" --quiet
-	fi
-	box=toolrun-client-bench-$$
-	mkdir "$tmp/workspace"
-	chmod 0777 "$tmp/workspace"
-	TOOLRUN_IMAGE=$image "$repo/container/run.sh" --replace "$box" "$tmp/workspace" >/dev/null
-	started=true
-	$keep && say "box $box (kept)"
+	bench_image
+	bench_box toolrun-client-bench
 fi
 
 args=(--box "$box" --rounds "$rounds")

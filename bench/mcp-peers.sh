@@ -42,10 +42,9 @@ rounds=3
 box=
 out=
 keep=false
-started=false
-
-say() { printf 'mcp-peers: %s\n' "$*" >&2; }
-die() { say "$*"; exit 1; }
+bench_name=mcp-peers
+# shellcheck source=bench/box.sh
+. "$here/box.sh"
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -87,26 +86,9 @@ npm_tree "$here/mcp-peers" --ignore-scripts
 dc_version=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' \
 	"$here/mcp-peers/node_modules/@wonderwhy-er/desktop-commander/package.json")
 
-tmp=
-cleanup() {
-	if $started && ! $keep; then
-		docker rm -f "$box" >/dev/null 2>&1 || true
-	fi
-	[ -z "$tmp" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
-tmp=$(mktemp -d)
-
 if [ -z "$box" ]; then
-	if ! docker image inspect "$image" >/dev/null 2>&1; then
-		say "no image $image: building it"
-		TOOLRUN_IMAGE=$image "$repo/container/build.sh" --quiet
-	fi
-	box=toolrun-mcp-peers-$$
-	mkdir "$tmp/workspace"
-	chmod 0777 "$tmp/workspace"
-	TOOLRUN_IMAGE=$image "$repo/container/run.sh" --replace "$box" "$tmp/workspace" >/dev/null
-	started=true
+	bench_image
+	bench_box toolrun-mcp-peers
 fi
 
 # plain ARGS...: a command in the box as the agent, without toolrun.
