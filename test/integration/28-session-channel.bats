@@ -6,6 +6,7 @@
 # bash -c, and the audit says which facts the shell reported.
 
 load helpers
+load sessions
 
 setup_file() {
 	tr_start
@@ -13,26 +14,6 @@ setup_file() {
 
 teardown_file() {
 	tr_stop
-}
-
-PY=$(command -v /usr/bin/python3 || command -v python3)
-
-session() {
-	"$TR_CLI" session "$@"
-}
-
-# jf FIELD [JSON]: a field of a JSON object (by default $output).
-jf() {
-	"$PY" -c '
-import json, sys
-v = json.loads(sys.argv[2]).get(sys.argv[1])
-sys.stdout.write(v if isinstance(v, str) else json.dumps(v))
-' "$1" "${2-$output}"
-}
-
-new_session() {
-	sid=$(jf session "$(session new --json)")
-	[[ "$sid" =~ ^[0-9a-f]{8}$ ]]
 }
 
 # The audit records of the session's commands.

@@ -14,32 +14,14 @@ setup_file() {
 }
 
 teardown() {
-	resume_listener
+	tr_resume_listener
 }
 
 teardown_file() {
-	resume_listener
+	tr_resume_listener
 	tr_stop
 }
 
-listener_pid() {
-	children_named "$(tr_daemon_pid)" toolrund-listen
-}
-
-# Stop the listener; teardown continues it, whatever the test did.
-stop_listener() {
-	local pid
-	pid=$(listener_pid)
-	[ "$(wc -w <<<"$pid")" -eq 1 ]
-	echo "$pid" >"$TR_DIR/stopped"
-	kill -STOP "$pid"
-}
-
-resume_listener() {
-	[ -s "${TR_DIR:-/nonexistent}/stopped" ] || return 0
-	kill -CONT "$(cat "$TR_DIR/stopped")" 2>/dev/null || true
-	rm -f "$TR_DIR/stopped"
-}
 
 # Bytes a socket may hold unsent by default: what fills it.
 socket_buffer() {
@@ -59,12 +41,12 @@ ends_before_start() {
 	local sig=$1 n
 	# Each argument is about 30 bytes on the wire.
 	n=$(($(socket_buffer) * 3 / 30))
-	stop_listener
+	tr_stop_listener
 	# Its stdout is a file: the fds a request carries wait in the stopped
 	# listener's socket, and a pipe's reader would wait with them.
 	run --separate-stderr timeout -k 60 120 "$TR_BASH" \
 		"timeout -s $sig -k 30 3 cat \$(seq -f '$TR_DIR/none/%09g' 1 $n) >$TR_DIR/out; echo \$?"
-	resume_listener
+	tr_resume_listener
 	# 124: timeout(1)'s status when its signal ended the program; with
 	# its SIGKILL it would be 137.
 	[ "$output" = 124 ]
@@ -89,7 +71,7 @@ ends_before_start() {
 	local timeout_pid=$!
 	wait_for 60 test -s "$TR_DIR/program"
 	client=$(cat "$TR_DIR/client")
-	stop_listener
+	tr_stop_listener
 	# Each SIGWINCH the client forwards is a frame on the stopped
 	# listener's socket (the program ignores it); far more than it holds.
 	for ((i = 0; i < 20000; i++)); do
@@ -97,7 +79,7 @@ ends_before_start() {
 	done
 	local status=0
 	wait "$timeout_pid" || status=$?
-	resume_listener
+	tr_resume_listener
 	[ "$status" -eq 124 ]
 	[ "$(cat "$TR_DIR/stderr03")" = "toolrun: probe: toolrund did not report the program's end within 2 s of SIGTERM and does not answer; ending on SIGTERM" ]
 	# toolrund, running again, ends the program its caller left.
