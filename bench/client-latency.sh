@@ -30,16 +30,10 @@ bench_name=bench
 . "$here/box.sh"
 
 while [ $# -gt 0 ]; do
-	case $1 in
-	--rounds) [ $# -ge 2 ] || die "--rounds needs a value"; rounds=$2; shift 2 ;;
-	--box) [ $# -ge 2 ] || die "--box needs a value"; box=$2; shift 2 ;;
-	--out) [ $# -ge 2 ] || die "--out needs a value"; out=$2; shift 2 ;;
-	--keep) keep=true; shift ;;
-	-h|--help) sed -n '2,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-	*) die "unknown argument '$1' (see --help)" ;;
-	esac
+	bench_option "$@"
+	shift "$bench_took"
 done
-[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive number, not '$rounds'"
+bench_check_rounds 100000
 
 python=/usr/bin/python3
 [ -x "$python" ] || python=$(command -v python3) || { say "no python3: skipped"; exit 77; }

@@ -50,17 +50,12 @@ bench_name=bench
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	--rounds) [ $# -ge 2 ] || die "--rounds needs a value"; rounds=$2; shift 2 ;;
 	--sessions) [ $# -ge 2 ] || die "--sessions needs a value"; sessions=$2; shift 2 ;;
-	--box) [ $# -ge 2 ] || die "--box needs a value"; box=$2; shift 2 ;;
 	--build) build=true; shift ;;
-	--keep) keep=true; shift ;;
-	-h|--help) sed -n '2,35s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-	*) die "unknown argument '$1' (see --help)" ;;
+	*) bench_option "$@"; shift "$bench_took" ;;
 	esac
 done
-[[ $rounds =~ ^[1-9][0-9]*$ ]] && [ "$rounds" -le 1000 ] ||
-	die "--rounds must be 1 to 1000, not '$rounds'"
+bench_check_rounds 1000
 [[ $sessions =~ ^(0|[1-9][0-9]*)$ ]] && [ "$sessions" -le 10000 ] ||
 	die "--sessions must be 0 to 10000, not '$sessions'"
 

@@ -47,17 +47,10 @@ bench_name=mcp-peers
 . "$here/box.sh"
 
 while [ $# -gt 0 ]; do
-	case $1 in
-	--rounds) [ $# -ge 2 ] || die "--rounds needs a value"; rounds=$2; shift 2 ;;
-	--box) [ $# -ge 2 ] || die "--box needs a value"; box=$2; shift 2 ;;
-	--out) [ $# -ge 2 ] || die "--out needs a value"; out=$2; shift 2 ;;
-	--keep) keep=true; shift ;;
-	-h|--help) sed -n '2,36s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-	*) die "unknown argument '$1' (see --help)" ;;
-	esac
+	bench_option "$@"
+	shift "$bench_took"
 done
-[[ $rounds =~ ^[1-9][0-9]*$ ]] && [ "$rounds" -le 100 ] ||
-	die "--rounds must be 1 to 100, not '$rounds'"
+bench_check_rounds 100
 
 # What it cannot run without: a skip (77, as meson counts it), not a failure.
 skip() { say "skipped: $*"; exit 77; }
