@@ -1,7 +1,7 @@
 /*
- * What valid UTF-8 is, once for toolrun: the shaper's binary check and
- * cut points (daemon/sniff.c) and every JSON text toolrun writes
- * (jsontext.h) ask here.
+ * What valid UTF-8 is, once for toolrun: the one binary check of the
+ * shaper, read_file and search, the shaper's cut points (sniff.h) and
+ * every JSON text toolrun writes (jsontext.h) ask here.
  */
 #ifndef TOOLRUN_UTF8_H
 #define TOOLRUN_UTF8_H

@@ -49,10 +49,11 @@
  *     the whole STREAM is in PATH (partial: its first N bytes)
  *     the whole STREAM is not kept: REASON
  *
- * Binary. With binary_summary, the first min(SHAPE_SNIFF, N) bytes decide.
- * The stream is binary when they hold a NUL byte or when more than 10% of
- * them belong to invalid UTF-8 (a sequence cut by the end of those bytes
- * does not count). Their leading whole lines of text (before any NUL or
+ * Binary. With binary_summary, the first min(SHAPE_SNIFF, N) bytes decide,
+ * by the rule read_file follows too (common/sniff.h): the stream is
+ * binary when they hold a NUL byte or when more than 10% of them belong
+ * to invalid UTF-8 (a sequence cut by the end of those bytes does not
+ * count). Their leading whole lines of text (before any NUL or
  * invalid UTF-8, within the head part's bytes and short of its lines)
  * pass on as text at once, so that a slow program's first lines are not
  * held back, and stay when the stream proves binary; the rest waits for
@@ -60,7 +61,7 @@
  * nothing else:
  *   [toolrun: binary WHOSE', N bytes, TYPE, sha256 HEX; WHERE]
  * where WHOSE' is "stdout" or "stdout of cat", TYPE a guess from the
- * first bytes ("ELF", "gzip", ... or "data") and HEX the SHA-256 of the
+ * first bytes (sniff_type: "ELF", "gzip", ... or "data") and HEX the SHA-256 of the
  * whole stream. Only binary streams are hashed.
  *
  * Streaming. The head part is emitted as bytes arrive, except the last
@@ -85,15 +86,16 @@
 #include "digest.h"
 
 #include "config.h"
+#include "sniff.h"
 
 /* The most of a stream held in memory, and so the largest byte budget:
  * the head is kept for the spill file until the stream is known to be
  * cut, and the tail until the stream ends. The budget when max_bytes is 0;
  * the config refuses a larger max_bytes. */
 #define SHAPE_HOLD_MAX CONFIG_MAX_BYTES_HELD
-/* How much of a stream the binary check looks at: enough for the magic
- * numbers (tar's is at 257) and a fair sample of text. */
-#define SHAPE_SNIFF 1024
+/* How much of a stream the binary check looks at: the one rule's window
+ * (common/sniff.h), which read_file's check uses too. */
+#define SHAPE_SNIFF SNIFF_WINDOW
 
 struct shape_opts {
 	uint64_t max_bytes;      /* 0: no limit; SHAPE_HOLD_MAX is the budget */

@@ -16,11 +16,8 @@
 #include <unistd.h>
 
 #include "digest.h"
+#include "sniff.h"
 #include "util.h"
-
-/* How much of a file decides whether it is text: NUL bytes or invalid
- * UTF-8 there make it binary. */
-#define SNIFF_BYTES 8192
 
 /* Names tried for a temporary file before giving up. */
 #define TEMP_TRIES 100
@@ -106,91 +103,8 @@ too_large:
 
 /* ───────────────────────── text or binary ───────────────────────── */
 
-/* Bytes of the valid UTF-8 character at s: 0 if invalid, -1 if cut
- * short by the end of s[0..n). Overlong forms and surrogates are
- * invalid. */
-static int utf8_char(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0], lo = 0x80, hi = 0xbf;
-	int len;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		lo = c == 0xe0 ? 0xa0 : lo;
-		hi = c == 0xed ? 0x9f : hi;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		lo = c == 0xf0 ? 0x90 : lo;
-		hi = c == 0xf4 ? 0x8f : hi;
-	} else {
-		return 0;
-	}
-	for (int i = 1; i < len; i++) {
-		if ((size_t)i >= n)
-			return -1;
-		if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xbf))
-			return 0;
-	}
-	return len;
-}
-
-static bool looks_binary(const char *buf, size_t len)
-{
-	size_t n = MIN(len, (size_t)SNIFF_BYTES);
-	const unsigned char *s = (const unsigned char *)buf;
-
-	if (memchr(buf, '\0', n))
-		return true;
-	for (size_t i = 0; i < n;) {
-		int c = utf8_char(s + i, n - i);
-		if (c == 0 || (c < 0 && n == len)) /* cut short by the sniff: fine */
-			return true;
-		if (c < 0)
-			break;
-		i += (size_t)c;
-	}
-	return false;
-}
-
-static const struct magic {
-	size_t offset, len;
-	const char *bytes, *type;
-} magics[] = {
-	{ 0, 4, "\x7f" "ELF", "ELF executable" },
-	{ 0, 8, "\x89PNG\r\n\x1a\n", "PNG image" },
-	{ 0, 3, "\xff\xd8\xff", "JPEG image" },
-	{ 0, 4, "GIF8", "GIF image" },
-	{ 0, 5, "%PDF-", "PDF document" },
-	{ 0, 4, "PK\x03\x04", "Zip archive" },
-	{ 0, 2, "\x1f\x8b", "gzip data" },
-	{ 0, 3, "BZh", "bzip2 data" },
-	{ 0, 6, "\xfd" "7zXZ\0", "xz data" },
-	{ 0, 4, "\x28\xb5\x2f\xfd", "zstd data" },
-	{ 0, 6, "7z\xbc\xaf\x27\x1c", "7-Zip archive" },
-	{ 257, 5, "ustar", "tar archive" },
-	{ 0, 16, "SQLite format 3\0", "SQLite database" },
-	{ 0, 4, "\0asm", "WebAssembly module" },
-	{ 0, 4, "\xcf\xfa\xed\xfe", "Mach-O executable" },
-	{ 0, 4, "\xca\xfe\xba\xbe", "Java class or Mach-O universal binary" },
-	{ 0, 2, "MZ", "Windows executable" },
-	{ 0, 4, "RIFF", "RIFF media (WAV, AVI, WebP)" },
-	{ 0, 4, "OggS", "Ogg media" },
-};
-
-static const char *guess_type(const char *buf, size_t len)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(magics); i++) {
-		const struct magic *m = &magics[i];
-		if (len >= m->offset + m->len && memcmp(buf + m->offset, m->bytes, m->len) == 0)
-			return m->type;
-	}
-	return "data";
-}
-
+/* The shaper's rule and type table (sniff.h), so that a file read here
+ * and the same bytes printed by a command are called the same. */
 static int summarise(const char *buf, size_t len, const char *path, struct read_result *out,
 		     struct front_error *e)
 {
@@ -200,7 +114,7 @@ static int summarise(const char *buf, size_t len, const char *path, struct read_
 
 	digest_sha256_hex(buf, len, hex);
 	int n = snprintf(line, sizeof(line), "binary file, %zu bytes, %s, sha256 %s", len,
-			 guess_type(buf, len), hex);
+			 sniff_type((const uint8_t *)buf, len), hex);
 	if (!buf_add(&text, line, (size_t)n))
 		return out_of_memory(e, path);
 	out->binary = true;
@@ -364,7 +278,7 @@ int front_read_file(const struct path_policy *p, const struct read_budget *b,
 	if (r == 0) {
 		out->size = data.len;
 		out->total_lines = count_lines(data.p, data.len);
-		r = looks_binary(data.p, data.len)
+		r = sniff_binary((const uint8_t *)data.p, data.len)
 			? summarise(data.p, data.len, rq->path, out, e)
 			: select_lines(data.p, data.len, b ? b : &unlimited, rq, rq->path, out, e);
 	}

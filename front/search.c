@@ -25,6 +25,7 @@
 #include <sqlite3.h>
 
 #include "digest.h"
+#include "sniff.h"
 #include "util.h"
 
 /* Lines per chunk: small enough that a hit names a line an agent can
@@ -36,8 +37,9 @@
  * once, where a delete by the (unindexed) path column scans every row.
  * A 1 MiB file has at most 2^20 lines, hence fewer chunks than this. */
 #define CHUNK_BITS 20
-/* The bytes looked at for a NUL, as git and grep do to call a file binary. */
-#define BINARY_PROBE 8192
+/* The bytes read first, alone: the one binary rule's window (sniff.h),
+ * which read_file and the shaper use too. */
+#define BINARY_PROBE SNIFF_WINDOW
 /* Directories deeper than this are not walked: fds stay bounded. */
 #define MAX_DEPTH 64
 /* Words of a query kept; the rest are dropped. */
@@ -428,7 +430,7 @@ static int read_text(int at, const char *name, char **text, size_t *len, struct 
 	 * since it is never indexed, costs one small read, not a whole one. */
 	size_t want = MIN((size_t)st->st_size + 1, (size_t)BINARY_PROBE);
 	size_t n = read_upto(fd, buf, 0, want);
-	bool binary = memchr(buf, '\0', n) != NULL;
+	bool binary = sniff_binary((const uint8_t *)buf, MIN(n, (size_t)st->st_size));
 	if (!binary && n == BINARY_PROBE)
 		n = read_upto(fd, buf, n, (size_t)st->st_size + 1);
 	if (binary || n > (size_t)st->st_size) {

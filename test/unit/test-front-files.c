@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "files.h"
+#include "sniff.h"
 
 /* ───────────────────────── helpers ───────────────────────── */
 
@@ -289,7 +290,7 @@ static void test_binary_summary(void **state)
 	e->rq.path = "prog";
 	assert_int_equal(front_read_file(&e->policy, &e->budget, &e->rq, &e->res, &e->err), 0);
 	assert_true(e->res.binary);
-	assert_non_null(strstr(e->res.text, "binary file, 16 bytes, ELF executable, sha256 "));
+	assert_non_null(strstr(e->res.text, "binary file, 16 bytes, ELF, sha256 "));
 	assert_null(strchr(e->res.text, '\n'));
 	read_result_free(&e->res);
 
@@ -322,10 +323,11 @@ static void test_large_file_and_the_sniff_boundary(void **state)
 	assert_int_equal(e->res.total_lines, LINES);
 	assert_int_equal(e->res.size, LINES * 8);
 
-	/* A character that straddles the first 8 KiB is still text. */
-	char text[8200];
+	/* A character that straddles the end of the binary rule's window
+	 * (sniff.h) is still text. */
+	char text[SNIFF_WINDOW + 8];
 	memset(text, 'a', sizeof(text));
-	memcpy(text + 8191, "\xe2\x82\xac", 3);
+	memcpy(text + SNIFF_WINDOW - 1, "\xe2\x82\xac", 3);
 	text[sizeof(text) - 1] = '\n';
 	put_bytes(e, "edge.txt", text, sizeof(text));
 	e->rq.path = "edge.txt";

@@ -28,6 +28,7 @@
 #include <sqlite3.h>
 
 #include "search.h"
+#include "sniff.h"
 
 /* ───────────────────────── helpers ───────────────────────── */
 
@@ -361,19 +362,23 @@ static void test_git_binary_and_links_are_skipped(void **state)
 	assert_int_equal(e->r.files_indexed, 3);
 }
 
-/* Binary means a NUL in the first 8 KiB, as git decides; one further on
- * leaves a file text. */
-static void test_binary_is_decided_by_the_first_8_kib(void **state)
+/* Binary is the one rule of sniff.h, the shaper's and read_file's: a NUL
+ * or more than 10% invalid UTF-8 in the first SNIFF_WINDOW bytes; a NUL
+ * further on leaves a file text. */
+static void test_binary_is_decided_by_the_one_rule(void **state)
 {
 	struct env *e = *state;
 	static char text[20000];
 	memset(text, ' ', sizeof(text));
 	memcpy(text, "walrus\n", 7);
-	text[8500] = '\0';
+	text[SNIFF_WINDOW + 500] = '\0';
 	write_file(e, "late-nul.txt", text, sizeof(text));
-	text[8500] = ' ';
+	text[SNIFF_WINDOW + 500] = ' ';
 	text[100] = '\0';
 	write_file(e, "early-nul.txt", text, sizeof(text));
+	text[100] = ' ';
+	memset(text + 10, '\xe9', SNIFF_WINDOW / 10 + 1); /* ISO 8859-1, not UTF-8 */
+	write_file(e, "latin1.txt", text, sizeof(text));
 	search_ok(e, "walrus");
 	assert_int_equal(e->r.nhits, 1);
 	assert_string_equal(e->r.hits[0].path, "late-nul.txt");
@@ -642,7 +647,7 @@ int main(void)
 		T(test_deleted_file_is_removed),
 		T(test_index_of_another_root_or_format_starts_again),
 		T(test_git_binary_and_links_are_skipped),
-		T(test_binary_is_decided_by_the_first_8_kib),
+		T(test_binary_is_decided_by_the_one_rule),
 		T(test_extension_list_is_respected),
 		T(test_fts5_syntax_in_the_query_is_text),
 		T(test_empty_query_is_a_syntax_error),

@@ -1,3 +1,6 @@
+/*
+ * Text or binary, and which kind of file (sniff.h).
+ */
 #include "sniff.h"
 
 #include <string.h>
@@ -26,6 +29,9 @@ bool sniff_binary(const uint8_t *p, size_t n)
 {
 	size_t invalid = 0;
 
+	if (n > SNIFF_WINDOW)
+		n = SNIFF_WINDOW;
+
 	if (memchr(p, '\0', n))
 		return true;
 	for (size_t i = 0; i < n;) {
@@ -50,13 +56,17 @@ struct magic {
 
 #define MAGIC(off, s, name) {(off), (s), sizeof(s) - 1, (name)}
 
-/* Formats an agent is likely to meet, by their fixed first bytes. */
+/* Formats an agent is likely to meet, by their fixed first bytes, the
+ * first match winning. The names are those the shaper's marker has
+ * always given ("ELF", "gzip", "zip"); read_file, which had a table of
+ * its own, says them too now. */
 static const struct magic magics[] = {
 	MAGIC(0, "\x7f" "ELF", "ELF"),
 	MAGIC(0, "\x1f\x8b", "gzip"),
 	MAGIC(0, "BZh", "bzip2"),
 	MAGIC(0, "\xfd" "7zXZ\0", "xz"),
 	MAGIC(0, "\x28\xb5\x2f\xfd", "zstd"),
+	MAGIC(0, "7z\xbc\xaf\x27\x1c", "7-Zip archive"),
 	MAGIC(0, "PK\x03\x04", "zip"),
 	MAGIC(0, "PK\x05\x06", "zip"),
 	MAGIC(0, "\x89PNG\r\n\x1a\n", "PNG image"),
@@ -68,11 +78,16 @@ static const struct magic magics[] = {
 	MAGIC(257, "ustar", "tar archive"),
 	MAGIC(0, "\0asm", "WebAssembly module"),
 	MAGIC(0, "\xca\xfe\xba\xbe", "Java class"),
+	MAGIC(0, "\xcf\xfa\xed\xfe", "Mach-O executable"),
 	MAGIC(0, "MZ", "PE/MZ executable"),
+	MAGIC(0, "RIFF", "RIFF media (WAV, AVI, WebP)"),
+	MAGIC(0, "OggS", "Ogg media"),
 };
 
 const char *sniff_type(const uint8_t *p, size_t n)
 {
+	if (n > SNIFF_WINDOW)
+		n = SNIFF_WINDOW;
 	for (size_t i = 0; i < sizeof(magics) / sizeof(magics[0]); i++) {
 		const struct magic *m = &magics[i];
 		if (n >= m->offset + m->len && memcmp(p + m->offset, m->bytes, m->len) == 0)
