@@ -1,12 +1,39 @@
 /*
  * Small helpers shared by every toolrun component.
  *
- * Error convention, used throughout toolrun:
- *   - A function that can fail returns an int: 0 (or a count) on success,
- *     and a negative errno value (-ENOENT, -EPROTO, ...) on failure.
- *   - A positive value that is not a count is an expected outcome the
- *     caller must handle; such functions name their results in an enum.
- *   - errno itself is only read straight after the call that set it.
+ * Error conventions. toolrun has these, each in its own kind of function;
+ * a module keeps to one for the functions of one kind, and its header
+ * says which where it is not the first.
+ *   1. Negative errno, the default: a function that can fail returns an
+ *      int (or ssize_t, int64_t), 0 or a count on success, -ENOENT,
+ *      -EPROTO, ... on failure. Most of common/, proto/, daemon/, cli/wire.c
+ *      and preload/. Where the caller must also say what failed, a buffer
+ *      (char *why / *err, size_t len) gets one line naming the object:
+ *      daemon/sandbox.c, sock.c, spill.c, auditlog.c, preload/connect.c;
+ *      config.c puts it in cfg->error.
+ *   2. An expected outcome the caller must handle is a positive value,
+ *      named in an enum or in the header: fd_walk's FD_WALK_NO_DIR,
+ *      auditchain_verify's AUDITCHAIN_BROKEN, proctree's "1: waiting".
+ *   3. 0 or -1 with a one-line reason, where a failure has no errno of
+ *      its own (a refusal, a malformed request) and the caller only passes
+ *      the reason on: job_start and session_attach_command (why), the
+ *      session client (cli/sessclient.h, why), and front/ with the front
+ *      ends in cli/ (struct front_error: a code, a category, a message;
+ *      front.h).
+ *   4. -1 (or NULL) with errno set, as the call it stands for: what
+ *      reports like a syscall to a caller that expects one. launch_spawn
+ *      (a fork), execcheck (execve's errno), dir_open_at, and the
+ *      library's exec hooks, which fail as glibc's exec functions do.
+ *   5. bool, false on failure, for a step whose only failure is obvious
+ *      from its name: out of memory (json_print_line, a buffer's grow), a
+ *      lookup that finds nothing, "the connection is gone" (conn_flush).
+ *   6. NULL for "none" or "out of memory" from a function that returns an
+ *      object (json_text, job_find, arena_alloc).
+ *   errno itself is only read straight after the call that set it.
+ *   MUST_CHECK marks a result that may not be dropped unseen (a lost
+ *   reply, an fd left unwatched); IGNORE_RESULT drops one on purpose,
+ *   with a comment saying why. write_all is not marked: most of its
+ *   callers print a diagnostic on stderr, best effort.
  *
  * Everything here is async-signal-safe: the preload library uses it in
  * vfork children and in the fork child of multithreaded programs.
@@ -26,6 +53,13 @@
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 #define NORETURN __attribute__((noreturn))
+/* A result the caller must look at: a failure it may not drop unseen
+ * (the compiler warns, and -Werror stops the build). */
+#define MUST_CHECK __attribute__((warn_unused_result))
+/* Drop a MUST_CHECK result on purpose; a comment beside it says why.
+ * GCC does not take a plain (void) cast for that; the '!' makes it a
+ * value used. */
+#define IGNORE_RESULT(expr) ((void)!(expr))
 #define HIDDEN __attribute__((visibility("hidden")))
 
 /* toolrun's own programs (toolrund, toolrun-init, toolrun, toolrun-exec)

@@ -47,22 +47,28 @@ static int make_parents(const char *path, char *why, size_t whylen)
 	return 0;
 }
 
-/* The last '\n' in [0, end) of fd, -1 when there is none, or -1 - errno. */
-static int64_t last_newline(int fd, int64_t end, char *buf)
+/* The last '\n' in [0, end) of fd into *at, -1 when there is none.
+ * Returns 0, or -errno. */
+static int last_newline(int fd, int64_t end, char *buf, int64_t *at)
 {
+	*at = -1;
 	while (end > 0) {
 		int64_t from = end > TAIL_CHUNK ? end - TAIL_CHUNK : 0;
 		ssize_t n = pread(fd, buf, (size_t)(end - from), from);
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n < 0)
-			return errno == EINTR ? last_newline(fd, end, buf) : -1 - errno;
+			return -errno;
 		if (n != end - from)
-			return -1 - EIO;
+			return -EIO;
 		for (int64_t i = n - 1; i >= 0; i--)
-			if (buf[i] == '\n')
-				return from + i;
+			if (buf[i] == '\n') {
+				*at = from + i;
+				return 0;
+			}
 		end = from;
 	}
-	return -1;
+	return 0;
 }
 
 /*
@@ -80,19 +86,16 @@ static int chain_tail(int fd, uint64_t size, char prev[AUDITCHAIN_HEX_SIZE],
 	*partial = 0;
 	if (!buf)
 		return -ENOMEM;
-	int64_t end = last_newline(fd, (int64_t)size, buf);
-	if (end < -1) {
-		r = (int)(1 + end);
+	int64_t end, start;
+	r = last_newline(fd, (int64_t)size, buf, &end);
+	if (r < 0)
 		goto out;
-	}
 	*partial = size - (uint64_t)(end + 1);
 	if (end < 0)
 		goto out;
-	int64_t start = last_newline(fd, end, buf);
-	if (start < -1) {
-		r = (int)(1 + start);
+	r = last_newline(fd, end, buf, &start);
+	if (r < 0)
 		goto out;
-	}
 	start++;
 	struct auditchain_hasher h;
 	r = auditchain_hasher_init(&h);

@@ -123,11 +123,30 @@ static void conn_drop(struct conn *c)
 	}
 }
 
+/* A reply could not be queued (outq_push's only failure: no memory).
+ * Sending on would show the client less than was said, or leave it
+ * waiting for a message that never comes: a dropped Output would shorten
+ * what the agent sees with nothing to say so. So the connection ends at
+ * its next flush instead, unsent frames and all: the client reports a
+ * lost connection (status 1), and its job, if any, is treated as having
+ * lost its client. Not dropped here: the caller may be inside the job's
+ * own output path. */
+static void conn_reply_lost(struct conn *c, const char *what, int err)
+{
+	log_warn("client pid %d: cannot queue its %s: %s; closing the connection", (int)c->pid,
+		 what, errno_text(err));
+	c->reply_lost = true;
+}
+
 /* Write what the client takes. Returns false if the connection is gone. */
 static bool conn_flush(struct conn *c)
 {
 	if (c->dead)
 		return false;
+	if (c->reply_lost) {
+		conn_drop(c);
+		return false;
+	}
 	int r = outq_flush(&c->out, c->fd);
 	if (r < 0 && r != -EAGAIN) {
 		log_debug("client pid %d: write: %s", (int)c->pid, errno_text(r));
@@ -141,7 +160,14 @@ static bool conn_flush(struct conn *c)
 	uint32_t mask = c->state == CONN_CLOSING ? 0 : EPOLLIN;
 	if (r == -EAGAIN)
 		mask |= EPOLLOUT;
-	event_modify(c->C->loop, &c->ev, mask);
+	/* Unarmed for EPOLLOUT, the rest of the queue would never go out. */
+	r = event_modify(c->C->loop, &c->ev, mask);
+	if (r < 0) {
+		log_warn("client pid %d: epoll: %s; closing the connection", (int)c->pid,
+			 errno_text(r));
+		conn_drop(c);
+		return false;
+	}
 	if (c->client.job && c->out.bytes < OUTQ_LOW)
 		job_resume_output(c->client.job);
 	return true;
@@ -174,7 +200,9 @@ conn_refuse(struct conn *c, Toolrun__ErrorCode code, const char *fmt, ...)
 	log_warn("client pid %d uid %u: %s", (int)c->pid, (unsigned)c->uid, msg);
 	if (c->client.job)
 		job_client_gone(c->client.job);
-	reply_error(&c->out, code, msg);
+	int r = reply_error(&c->out, code, msg);
+	if (r < 0)
+		conn_reply_lost(c, "Error", r);
 	conn_close_after_flush(c);
 	/* A client that does not read why it was refused is not waited for. */
 	if (!c->dead)
@@ -208,7 +236,9 @@ static void send_pong(struct conn *c)
 	p.served = C->jobs->served;
 	p.uptime_s = (monotonic_us() - C->started_us) / 1000000;
 	p.audit_log = (char *)C->audit_log;
-	reply_pong(&c->out, &p);
+	int r = reply_pong(&c->out, &p);
+	if (r < 0)
+		conn_reply_lost(c, "Pong", r);
 	conn_close_after_flush(c);
 }
 
@@ -231,7 +261,9 @@ void conns_answer_reloads(struct conns *C, bool ok, const char *message)
 	for (struct conn *c = C->list; c; c = c->next) {
 		if (c->dead || c->state != CONN_RELOADING)
 			continue;
-		reply_reloaded(&c->out, ok, message);
+		int r = reply_reloaded(&c->out, ok, message);
+		if (r < 0)
+			conn_reply_lost(c, "Reloaded", r);
 		conn_close_after_flush(c);
 	}
 }
@@ -248,14 +280,20 @@ static void client_started(struct job_client *jc, pid_t pid, uint32_t timeout_s)
 {
 	struct conn *c = conn_of(jc);
 
-	reply_started(&c->out, pid, timeout_s);
+	int r = reply_started(&c->out, pid, timeout_s);
+	if (r < 0)
+		conn_reply_lost(c, "Started", r);
 	conn_flush(c);
 }
 
 static void client_output(struct job_client *jc, Toolrun__Stream stream,
 			  const uint8_t *p, size_t n)
 {
-	reply_output(&conn_of(jc)->out, stream, p, n);
+	struct conn *c = conn_of(jc);
+	int r = reply_output(&c->out, stream, p, n);
+	/* The job's next flush ends the connection. */
+	if (r < 0)
+		conn_reply_lost(c, "Output", r);
 }
 
 static bool client_flush(struct job_client *jc)
@@ -272,7 +310,9 @@ static void client_finished(struct job_client *jc, const struct exit_report *r)
 {
 	struct conn *c = conn_of(jc);
 
-	reply_exit(&c->out, r);
+	int e = reply_exit(&c->out, r);
+	if (e < 0)
+		conn_reply_lost(c, "Exit", e);
 	conn_close_after_flush(c);
 }
 
@@ -448,7 +488,9 @@ static void conn_hello(struct conn *c, const Toolrun__Hello *h)
 		return;
 	}
 	c->version = h->protocol_version;
-	reply_hello(&c->out, c->version);
+	int r = reply_hello(&c->out, c->version);
+	if (r < 0)
+		conn_reply_lost(c, "Hello", r);
 	c->state = CONN_REQUEST;
 	c->reader.max_payload = MAX_REQUEST_FRAME;
 	/* Not flushed here: see conn_read_done(). */
@@ -661,7 +703,14 @@ static struct conn *oldest_waiting(struct conns *C, int slot)
 static void accept_resume(struct event_loop *loop, void *data)
 {
 	struct conns *C = data;
-	event_modify(loop, &C->listen_ev, EPOLLIN);
+	/* Left unarmed, the socket would take no client ever again: try
+	 * again after the same pause. */
+	int r = event_modify(loop, &C->listen_ev, EPOLLIN);
+	if (r < 0) {
+		log_warn("%s: cannot watch for clients again: %s; trying again in %d ms",
+			 C->sock->path, errno_text(r), ACCEPT_PAUSE_MS);
+		timer_arm(loop, &C->accept_pause, ACCEPT_PAUSE_MS, accept_resume, C);
+	}
 }
 
 /*
@@ -803,7 +852,10 @@ static void on_accept(struct event_loop *loop, uint32_t events, void *data)
 				return;
 			log_warn("accept on %s: %s; pausing for %d ms", C->sock->path,
 				 errno_text(errno), ACCEPT_PAUSE_MS);
-			event_modify(loop, &C->listen_ev, 0);
+			/* A pause that fails leaves the socket armed, and its
+			 * mask unchanged: the next turn calls here again, the
+			 * accept fails again and the pause is tried again. */
+			IGNORE_RESULT(event_modify(loop, &C->listen_ev, 0));
 			timer_arm(loop, &C->accept_pause, ACCEPT_PAUSE_MS, accept_resume, C);
 			return;
 		}

@@ -73,6 +73,8 @@ struct conn {
 	pid_t pid;
 	int slot;               /* the uid's index in C->allowed; -1 once closing */
 	bool dead;              /* dropped; freed after this batch of events */
+	bool reply_lost;        /* a reply could not be queued: drop at the
+				 * next flush (conn_reply_lost) */
 	enum conn_state state;
 	struct frame_reader reader;
 	int fds[FRAME_MAX_FDS];

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 
+#include "util.h"
+
 struct event_loop;
 
 typedef void (*event_fn)(struct event_loop *loop, uint32_t events, void *data);
@@ -54,13 +56,13 @@ struct event_loop {
 	void *before_sleep_data;
 };
 
-int event_loop_init(struct event_loop *loop);
+MUST_CHECK int event_loop_init(struct event_loop *loop);
 void event_loop_close(struct event_loop *loop);
 
 /* Register fd (level-triggered) with the events in mask. */
-int event_add(struct event_loop *loop, struct event_source *src, int fd,
+MUST_CHECK int event_add(struct event_loop *loop, struct event_source *src, int fd,
 	      uint32_t mask, event_fn fn, void *data);
-int event_modify(struct event_loop *loop, struct event_source *src,
+MUST_CHECK int event_modify(struct event_loop *loop, struct event_source *src,
 		 uint32_t mask);
 void event_del(struct event_loop *loop, struct event_source *src);
 
@@ -70,7 +72,7 @@ void timer_cancel(struct event_loop *loop, struct timer *t);
 
 /* Free obj after the current batch of events. Returns -ENOMEM (and frees
  * nothing) only if the bookkeeping itself cannot be allocated. */
-int event_release(struct event_loop *loop, void *obj, void (*free_fn)(void *));
+MUST_CHECK int event_release(struct event_loop *loop, void *obj, void (*free_fn)(void *));
 
 /* fn(data) runs at the end of every turn of the loop, before it waits
  * again: where work batched by the handlers of one turn is written out

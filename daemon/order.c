@@ -31,7 +31,14 @@ void order_flush(struct order_link *o)
 		event_loop_stop(o->loop);
 		return;
 	}
-	event_modify(o->loop, &o->ev, EPOLLIN | (r == -EAGAIN ? EPOLLOUT : 0));
+	/* Unarmed, the channel would hold every later order: as broken as a
+	 * failed write. */
+	r = event_modify(o->loop, &o->ev, EPOLLIN | (r == -EAGAIN ? EPOLLOUT : 0));
+	if (r < 0) {
+		log_error("cannot watch the channel to the launcher: %s", errno_text(r));
+		o->broken = true;
+		event_loop_stop(o->loop);
+	}
 }
 
 void order_send(struct order_link *o, Toolrun__Launcher__ToLauncher *msg,

@@ -194,6 +194,16 @@ static bool client_too_slow(const struct job *j)
 	       (queued > OUTQ_LOW && *j->J->queued_total > MAX_QUEUED_BYTES);
 }
 
+/* Stop watching the pipe while its stream waits (for its spill file, for
+ * a slow client). Its result may be dropped: a pause that fails leaves
+ * the pipe armed, and the loop calls stream_pull for it each turn, which
+ * reads nothing while paused or waiting_spill: no byte is lost or
+ * reordered, the cost is wake-ups until the wait ends. */
+static int pause_pipe(struct job_stream *s)
+{
+	return event_modify(s->job->J->loop, &s->ev, 0);
+}
+
 /* Read what the pipe holds, shape it, hand it on. Returns false at the
  * stream's end (or a read error), which the caller handles. */
 static bool stream_pull(struct job_stream *s)
@@ -220,7 +230,7 @@ static bool stream_pull(struct job_stream *s)
 		shaper_feed(&s->shaper, J->read_buf, (size_t)n, emit_append, spill_bytes, s);
 		queue_emitted(s);
 		if (s->spill.requested) {
-			event_modify(J->loop, &s->ev, 0);
+			IGNORE_RESULT(pause_pipe(s)); /* see pause_pipe */
 			s->waiting_spill = true;
 			return true;
 		}
@@ -229,7 +239,7 @@ static bool stream_pull(struct job_stream *s)
 		/* A slow client: stop reading until its queue drains, unless
 		 * nothing more reaches it before the end anyway. */
 		if (client_too_slow(j) && !shaper_draining(&s->shaper)) {
-			event_modify(J->loop, &s->ev, 0);
+			IGNORE_RESULT(pause_pipe(s)); /* see pause_pipe */
 			s->paused = true;
 		}
 	}
@@ -299,8 +309,17 @@ int output_open(struct job *j, int i, Toolrun__Stream stream, int *write_end)
 
 static void watch_again(struct job_stream *s)
 {
-	if (s->fd >= 0 && !s->paused && !s->waiting_spill)
-		event_modify(s->job->J->loop, &s->ev, EPOLLIN);
+	if (s->fd < 0 || s->paused || s->waiting_spill)
+		return;
+	/* EPOLL_CTL_MOD of an fd in the set fails only by a bug (EBADF,
+	 * ENOENT): nothing to recover, but the log says why the stream then
+	 * stalls until the job's timeout or its client leaves. */
+	int r = event_modify(s->job->J->loop, &s->ev, EPOLLIN);
+	if (r < 0)
+		log_error("job %llu: cannot watch its %s pipe again: %s",
+			  (unsigned long long)s->job->id,
+			  s->stream == TOOLRUN__STREAM__STREAM_STDERR ? "stderr" : "stdout",
+			  errno_text(r));
 }
 
 void job_resume_output(struct job *j)

@@ -14,6 +14,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "frame.h"
+#include "util.h"
 
 struct outq_item;
 
@@ -24,12 +25,12 @@ struct outq {
 };
 
 /* Frame msg and queue it; fds pass to the queue, even on failure. */
-int outq_push(struct outq *q, const ProtobufCMessage *msg, const int *fds,
+MUST_CHECK int outq_push(struct outq *q, const ProtobufCMessage *msg, const int *fds,
 	      unsigned nfds);
 
 /* Write what the socket takes. Returns 0 when the queue is empty, -EAGAIN
  * when the socket is full, or another -errno (the peer is gone). */
-int outq_flush(struct outq *q, int sock);
+MUST_CHECK int outq_flush(struct outq *q, int sock);
 
 void outq_clear(struct outq *q);
 

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "outq.h"
+#include "util.h"
 #include "shape.h"
 #include "toolrun.pb-c.h"
 
@@ -32,19 +33,19 @@ struct exit_report {
 };
 
 /* version: the protocol version the client spoke in its Hello. */
-int reply_hello(struct outq *q, uint32_t version);
+MUST_CHECK int reply_hello(struct outq *q, uint32_t version);
 /* timeout_s: the job's time limit (0: none), for the client's own deadline. */
-int reply_started(struct outq *q, pid_t pid, uint32_t timeout_s);
-int reply_output(struct outq *q, Toolrun__Stream stream, const uint8_t *p,
+MUST_CHECK int reply_started(struct outq *q, pid_t pid, uint32_t timeout_s);
+MUST_CHECK int reply_output(struct outq *q, Toolrun__Stream stream, const uint8_t *p,
 		 size_t n);
-int reply_exit(struct outq *q, const struct exit_report *r);
+MUST_CHECK int reply_exit(struct outq *q, const struct exit_report *r);
 /* An Exit message for r, in e, with its counters in out and err (which
  * e points to; r's strings too). */
 void reply_fill_exit(Toolrun__Exit *e, Toolrun__StreamStats *out, Toolrun__StreamStats *err,
 		     const struct exit_report *r);
-int reply_session(struct outq *q, const Toolrun__SessionReply *r);
-int reply_error(struct outq *q, Toolrun__ErrorCode code, const char *message);
-int reply_pong(struct outq *q, const Toolrun__Pong *pong);
-int reply_reloaded(struct outq *q, bool ok, const char *message);
+MUST_CHECK int reply_session(struct outq *q, const Toolrun__SessionReply *r);
+MUST_CHECK int reply_error(struct outq *q, Toolrun__ErrorCode code, const char *message);
+MUST_CHECK int reply_pong(struct outq *q, const Toolrun__Pong *pong);
+MUST_CHECK int reply_reloaded(struct outq *q, bool ok, const char *message);
 
 #endif

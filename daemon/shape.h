@@ -87,6 +87,7 @@
 
 #include "config.h"
 #include "sniff.h"
+#include "util.h"
 
 /* The most of a stream held in memory, and so the largest byte budget:
  * the head is kept for the spill file until the stream is known to be
@@ -164,7 +165,7 @@ struct shape_end {
 };
 
 /* 0, or -ENOMEM: the head and rest buffers are allocated here. */
-int shaper_init(struct shaper *s, const struct shape_opts *o);
+MUST_CHECK int shaper_init(struct shaper *s, const struct shape_opts *o);
 void shaper_free(struct shaper *s);
 
 /* Account for p[0..n): emit what is kept, spill as above. */
