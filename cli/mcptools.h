@@ -53,6 +53,12 @@ struct mcp_tools {
 	void *server;
 };
 
+/* A tool of the table: its name, schemas and handler. */
+struct mcp_tool {
+	const char *name, *title, *description, *input, *output;
+	struct json_object *(*run)(struct mcp_tools *T, struct json_object *args);
+};
+
 /* 0, or -1 with e (a root that is not a directory, ...). */
 int mcp_tools_init(struct mcp_tools *T, const struct config *cfg, const struct mcp_options *o,
 		   struct front_error *e);
@@ -69,5 +75,52 @@ void mcp_tools_interrupt(struct mcp_tools *T, const char *session);
 /* The server ends: close the session it made, unless keep_sessions (its
  * bash and what runs in it would otherwise wait out session_idle). */
 void mcp_tools_end(struct mcp_tools *T);
+
+/* ------------------------------------------------------------------ */
+/* For tools in files of their own: results, arguments, sessions.      */
+
+/* A schema's type "t or null", as a JSON string literal. */
+#define MCP_NULLABLE(t) "{\"type\":[\"" t "\",\"null\"]}"
+
+/* A result: structuredContent and one text block. */
+struct json_object *mcp_tool_result(struct json_object *structured, const char *text);
+/* isError with one line: "CATEGORY CODE: message". */
+struct json_object *mcp_tool_error(const struct front_error *e);
+__attribute__((format(printf, 3, 4))) struct json_object *
+mcp_fail(enum front_category c, const char *code, const char *fmt, ...);
+/* SYNTAX BAD_ARGUMENT: "TOOL: what (tools/list gives the input schema)". */
+struct json_object *mcp_bad_arguments(const char *tool, const char *what);
+
+/* args[key] as a string: NULL when absent or null; *bad when of another
+ * type. */
+const char *mcp_arg_string(struct json_object *args, const char *key, bool *bad);
+/* args[key], a string, holds a NUL byte (JSON's \u0000). */
+bool mcp_holds_nul(struct json_object *args, const char *key);
+/* args[key] as a path: a string without NUL; NULL and *e filled when bad. */
+const char *mcp_arg_path(struct json_object *args, const char *key, bool *bad,
+			 struct front_error *e);
+bool mcp_arg_bool(struct json_object *args, const char *key, bool dflt, bool *bad);
+/* A number in [0, max], or dflt when absent. */
+double mcp_arg_number(struct json_object *args, const char *key, double dflt, double max,
+		      bool *bad);
+
+/* T->conn open (connect and Hello once). 0, or -1 with why. */
+int mcp_connect(struct mcp_tools *T, char *why, size_t len);
+/* A new session on T->conn, in the directory dir_fd (path: dir, for
+ * display), with the server's environment; its id into id (65 bytes).
+ * 0, or -1 with why. */
+int mcp_new_session(struct mcp_tools *T, int dir_fd, const char *dir, bool tty, char *id,
+		    char *why, size_t len);
+/* op on session, on a connection of its own (the main one may be
+ * waiting for an answer). Best effort. */
+void mcp_side_call(struct mcp_tools *T, const char *session, Toolrun__SessionOp op);
+
+/* "exit 0 after 12 ms", "exit 130 (128+SIGINT) after 3002 ms", "killed
+ * by signal KILL after 5 ms". */
+void mcp_exit_summary(const Toolrun__Exit *e, char *s, size_t len);
+/* The model's text for a command's reply: stdout, stderr after a
+ * "[stderr]" line, then status, and last the cut line (sess_cut_line)
+ * with more (a clause of the caller's, "" for none) after it. */
+char *mcp_command_text(const Toolrun__SessionReply *r, const char *status, const char *more);
 
 #endif
