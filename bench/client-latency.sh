@@ -25,47 +25,23 @@ rounds=100
 box=
 keep=false
 out=
-started=false
-
-say() { printf 'bench: %s\n' "$*" >&2; }
-die() { say "$*"; exit 1; }
+bench_name=bench
+# shellcheck source=bench/box.sh
+. "$here/box.sh"
 
 while [ $# -gt 0 ]; do
-	case $1 in
-	--rounds) [ $# -ge 2 ] || die "--rounds needs a value"; rounds=$2; shift 2 ;;
-	--box) [ $# -ge 2 ] || die "--box needs a value"; box=$2; shift 2 ;;
-	--out) [ $# -ge 2 ] || die "--out needs a value"; out=$2; shift 2 ;;
-	--keep) keep=true; shift ;;
-	-h|--help) sed -n '2,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-	*) die "unknown argument '$1' (see --help)" ;;
-	esac
+	bench_option "$@"
+	shift "$bench_took"
 done
-[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive number, not '$rounds'"
+bench_check_rounds 100000
 
 python=/usr/bin/python3
 [ -x "$python" ] || python=$(command -v python3) || { say "no python3: skipped"; exit 77; }
 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 || { say "no Docker engine answers: skipped"; exit 77; }
 
-tmp=$(mktemp -d)
-cleanup() {
-	if $started && ! $keep; then
-		docker rm -f "$box" >/dev/null 2>&1 || true
-	fi
-	rm -rf "$tmp" 2>/dev/null || true
-}
-trap cleanup EXIT
-
 if [ -z "$box" ]; then
-	if ! docker image inspect "$image" >/dev/null 2>&1; then
-		say "no image $image: building it"
-		TOOLRUN_IMAGE=$image "$repo/container/build.sh" --quiet
-	fi
-	box=toolrun-client-bench-$$
-	mkdir "$tmp/workspace"
-	chmod 0777 "$tmp/workspace"
-	TOOLRUN_IMAGE=$image "$repo/container/run.sh" --replace "$box" "$tmp/workspace" >/dev/null
-	started=true
-	$keep && say "box $box (kept)"
+	bench_image
+	bench_box toolrun-client-bench
 fi
 
 args=(--box "$box" --rounds "$rounds")

@@ -44,24 +44,18 @@ max_s=${TOOLRUN_BENCH_MAX_S:-300}
 box=
 build=false
 keep=false
-started=false
-
-say() { printf 'bench: %s\n' "$*" >&2; }
-die() { say "$*"; exit 1; }
+bench_name=bench
+# shellcheck source=bench/box.sh
+. "$here/box.sh"
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	--rounds) [ $# -ge 2 ] || die "--rounds needs a value"; rounds=$2; shift 2 ;;
 	--sessions) [ $# -ge 2 ] || die "--sessions needs a value"; sessions=$2; shift 2 ;;
-	--box) [ $# -ge 2 ] || die "--box needs a value"; box=$2; shift 2 ;;
 	--build) build=true; shift ;;
-	--keep) keep=true; shift ;;
-	-h|--help) sed -n '2,35s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-	*) die "unknown argument '$1' (see --help)" ;;
+	*) bench_option "$@"; shift "$bench_took" ;;
 	esac
 done
-[[ $rounds =~ ^[1-9][0-9]*$ ]] && [ "$rounds" -le 1000 ] ||
-	die "--rounds must be 1 to 1000, not '$rounds'"
+bench_check_rounds 1000
 [[ $sessions =~ ^(0|[1-9][0-9]*)$ ]] && [ "$sessions" -le 10000 ] ||
 	die "--sessions must be 0 to 10000, not '$sessions'"
 
@@ -74,30 +68,10 @@ if $build; then
 	start=$(date +%s.%N)
 	TOOLRUN_IMAGE=$image "$repo/container/build.sh" --no-cache --quiet
 	build_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-elif ! docker image inspect "$image" >/dev/null 2>&1; then
-	say "no image $image: building it"
-	TOOLRUN_IMAGE=$image "$repo/container/build.sh" --quiet
+else
+	bench_image
 fi
-
-tmp=
-cleanup() {
-	if $started && ! $keep; then
-		docker rm -f "$box" >/dev/null 2>&1 || true
-	fi
-	if [ -n "$tmp" ] && { ! $started || ! $keep; }; then
-		rm -rf "$tmp"
-	fi
-}
-trap cleanup EXIT
-
-tmp=$(mktemp -d)
-if [ -z "$box" ]; then
-	box=toolrun-bench-$$
-	mkdir "$tmp/workspace"
-	chmod 0777 "$tmp/workspace"
-	TOOLRUN_IMAGE=$image "$repo/container/run.sh" --replace "$box" "$tmp/workspace" >/dev/null
-	started=true
-fi
+bench_box toolrun-bench
 hostname=$(docker exec -u 1000 "$box" cat /etc/hostname)
 
 # Listed tools' job lines (each A call is an agent command too, whose
@@ -150,13 +124,13 @@ marker() {
 marker
 jobs_before=$(jobs)
 
-mkdir "$tmp/times"
+mkdir "$bench_tmp/times"
 deadline=$((SECONDS + max_s))
 done_rounds=0
 say "$rounds rounds of: cat A, cat B, true A, true B (A: toolrun on, B: -e TOOLRUN=off -e LD_PRELOAD=), interleaved, in box $box"
 for ((i = 0; i < rounds; i++)); do
 	for c in $calls; do
-		one "${c%:*}" "${c#*:}" >>"$tmp/times/${c/:/-}"
+		one "${c%:*}" "${c#*:}" >>"$bench_tmp/times/${c/:/-}"
 	done
 	done_rounds=$((i + 1))
 	if [ $SECONDS -ge $deadline ]; then
@@ -194,8 +168,8 @@ echo "container exec benchmark: docker exec BOX bash -lc CMD, toolrun on (A) / o
 echo "  engine $(docker version --format '{{.Server.Version}}'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), box limits: $(docker inspect --format '{{.HostConfig.NanoCpus}}' "$box" | awk '{ printf "%g", $1 / 1e9 }') CPU(s), memory $(docker inspect --format '{{.HostConfig.Memory}}' "$box" | awk '{ printf "%d MiB", $1 / 1048576 }'), $done_rounds rounds"
 printf '  %-28s %8s %8s %8s %8s\n' "" "median" "p90" "min" "max"
 for cmd in cat true; do
-	read -r on_med on_p90 on_min on_max < <(stats "$tmp/times/$cmd-on")
-	read -r off_med off_p90 off_min off_max < <(stats "$tmp/times/$cmd-off")
+	read -r on_med on_p90 on_min on_max < <(stats "$bench_tmp/times/$cmd-on")
+	read -r off_med off_p90 off_min off_max < <(stats "$bench_tmp/times/$cmd-off")
 	label="'cat /etc/hostname'"
 	[ "$cmd" = cat ] || label=true
 	printf '  %-28s %8s %8s %8s %8s   (ms%s)\n' "A $label" "$on_med" "$on_p90" "$on_min" "$on_max" \
@@ -205,7 +179,7 @@ for cmd in cat true; do
 		printf "  median ratio A/B, bash -lc %s: %.3f (A - B: %+.1f ms per call)\n", l, a / b, a - b }'
 done
 if [ -n "$session_ms" ]; then
-	read -r true_med _ < <(stats "$tmp/times/true-on")
+	read -r true_med _ < <(stats "$bench_tmp/times/true-on")
 	awk -v s="$session_ms" -v a="$true_med" -v n="$sessions" 'BEGIN {
 		printf "  session command in the box, toolrun session run ID -- true (a toolrun process per call, no docker exec): %.2f ms per call, mean of %d\n", s, n
 		printf "  against A docker exec bash -lc true: %.2f ms median; ratio %.3f (%+.1f ms per call)\n", a, s / a, s - a }'

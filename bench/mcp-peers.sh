@@ -42,23 +42,15 @@ rounds=3
 box=
 out=
 keep=false
-started=false
-
-say() { printf 'mcp-peers: %s\n' "$*" >&2; }
-die() { say "$*"; exit 1; }
+bench_name=mcp-peers
+# shellcheck source=bench/box.sh
+. "$here/box.sh"
 
 while [ $# -gt 0 ]; do
-	case $1 in
-	--rounds) [ $# -ge 2 ] || die "--rounds needs a value"; rounds=$2; shift 2 ;;
-	--box) [ $# -ge 2 ] || die "--box needs a value"; box=$2; shift 2 ;;
-	--out) [ $# -ge 2 ] || die "--out needs a value"; out=$2; shift 2 ;;
-	--keep) keep=true; shift ;;
-	-h|--help) sed -n '2,36s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-	*) die "unknown argument '$1' (see --help)" ;;
-	esac
+	bench_option "$@"
+	shift "$bench_took"
 done
-[[ $rounds =~ ^[1-9][0-9]*$ ]] && [ "$rounds" -le 100 ] ||
-	die "--rounds must be 1 to 100, not '$rounds'"
+bench_check_rounds 100
 
 # What it cannot run without: a skip (77, as meson counts it), not a failure.
 skip() { say "skipped: $*"; exit 77; }
@@ -87,26 +79,9 @@ npm_tree "$here/mcp-peers" --ignore-scripts
 dc_version=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' \
 	"$here/mcp-peers/node_modules/@wonderwhy-er/desktop-commander/package.json")
 
-tmp=
-cleanup() {
-	if $started && ! $keep; then
-		docker rm -f "$box" >/dev/null 2>&1 || true
-	fi
-	[ -z "$tmp" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
-tmp=$(mktemp -d)
-
 if [ -z "$box" ]; then
-	if ! docker image inspect "$image" >/dev/null 2>&1; then
-		say "no image $image: building it"
-		TOOLRUN_IMAGE=$image "$repo/container/build.sh" --quiet
-	fi
-	box=toolrun-mcp-peers-$$
-	mkdir "$tmp/workspace"
-	chmod 0777 "$tmp/workspace"
-	TOOLRUN_IMAGE=$image "$repo/container/run.sh" --replace "$box" "$tmp/workspace" >/dev/null
-	started=true
+	bench_image
+	bench_box toolrun-mcp-peers
 fi
 
 # plain ARGS...: a command in the box as the agent, without toolrun.

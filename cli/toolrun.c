@@ -19,6 +19,7 @@
  * is read from $TOOLRUN_CONFIG or the default path.
  */
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,6 +289,16 @@ TOOLRUN_NOT_A_COMMAND;
 
 int main(int argc, char **argv)
 {
+	/* The front ends hold their client's channel (an MCP client's pipe,
+	 * the agent's stdout) and run that client's commands as this uid:
+	 * through /proc/PID/fd, a command could write into the channel what
+	 * the client takes for our answers. Undumpable, our fds, memory and
+	 * environment take CAP_SYS_PTRACE to reach. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		fprintf(stderr, "toolrun: cannot make itself undumpable: %s\n",
+			errno_text(errno));
+		return 1;
+	}
 	if (argc < 2)
 		return usage(stderr, 2);
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)

@@ -617,6 +617,9 @@ static void conn_read(struct conn *c)
 			conn_reader_next(c, true);
 			return;
 		}
+		/* m's argv and envp point into the payload, which a reply
+		 * that ends the connection frees (conn_drop): a handler
+		 * reads them before it answers. */
 		conn_dispatch_client(c, m);
 		arena_release(&a);
 		if (!c->dead)

@@ -45,19 +45,25 @@ static void close_all(int *fds, unsigned n)
 #define AUDIT_ARGV_MAX (16 * 1024)
 
 /* The job's record of what ran, for the audit log: argv (its first
- * AUDIT_ARGV_MAX bytes, then a note of what is left out) and the cwd. */
+ * AUDIT_ARGV_MAX bytes, each argument counting one more, so that empty
+ * ones count too: each is a JSON string in the record; then a note of
+ * what is left out) and the cwd. */
 static int keep_request(struct job *j, const Toolrun__Request *req)
 {
 	size_t total = 0, kept = 0, nkept = 0;
-	char note[96] = "";
+	char note[128] = "";
 
 	for (size_t i = 0; i < req->n_argv; i++)
 		total += req->argv[i].len;
-	while (nkept < req->n_argv && kept < AUDIT_ARGV_MAX) {
-		kept += MIN(req->argv[nkept].len, AUDIT_ARGV_MAX - kept);
+	while (nkept < req->n_argv && kept + nkept < AUDIT_ARGV_MAX) {
+		kept += MIN(req->argv[nkept].len, AUDIT_ARGV_MAX - kept - nkept);
 		nkept++;
 	}
-	if (kept < total)
+	if (nkept < req->n_argv)
+		snprintf(note, sizeof(note),
+			 "[toolrun: %zu more arguments (%zu bytes) of argv not recorded]",
+			 req->n_argv - nkept, total - kept);
+	else if (kept < total)
 		snprintf(note, sizeof(note), "[toolrun: %zu more bytes of argv not recorded]",
 			 total - kept);
 	size_t cwd_len = MIN(req->cwd.len, (size_t)PATH_MAX);

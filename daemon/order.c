@@ -158,12 +158,14 @@ static int order_check(const Toolrun__Launcher__ToLauncher *m, unsigned nfds,
 	free(buf);
 	if (r == 0)
 		arena_release(&a);
+	else if (r == -E2BIG)
+		snprintf(failure, len,
+			 "argv and the environment toolrund would give it take %zu bytes as "
+			 "execve counts them: more than the %u any execve takes",
+			 a.exec_bytes, FRAME_MAX_EXEC_BYTES);
 	else if (r == -EMSGSIZE)
 		snprintf(failure, len,
-			 "argv and envp have too many entries for their size: the order to "
-			 "run it would not decode within %zu bytes (%d per byte of its %zu, "
-			 "plus %u MiB)",
-			 arena_capacity(n), ARENA_PER_BYTE, n, ARENA_BASE >> 20);
+			 "the order to run it would not decode within %zu bytes", a.cap);
 	else
 		snprintf(failure, len, "toolrund cannot check its order to run it: %s",
 			 errno_text(r));

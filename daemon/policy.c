@@ -71,10 +71,15 @@ Toolrun__ClientMessage *policy_decode(const uint8_t *payload, size_t len,
 	ProtobufCMessage *base;
 	int r = arena_unpack(a, &toolrun__client_message__descriptor, len, payload, &base);
 
+	if (r == -E2BIG) {
+		snprintf(err, errlen, "argv and envp take %zu bytes as execve counts them (each "
+			 "string, its NUL and an 8-byte pointer): more than the %u any execve takes",
+			 a->exec_bytes, FRAME_MAX_EXEC_BYTES);
+		return NULL;
+	}
 	if (r == -EMSGSIZE) {
-		snprintf(err, errlen, "the message has too many entries (argv, envp, ...) to "
-			 "decode within %zu bytes (%d per byte of its %zu, plus %u MiB)",
-			 arena_capacity(len), ARENA_PER_BYTE, len, ARENA_BASE >> 20);
+		snprintf(err, errlen, "the message has too many fields for its %zu bytes: "
+			 "decoding it would take more than %zu bytes", len, a->cap);
 		return NULL;
 	}
 	if (r < 0) {
@@ -321,26 +326,35 @@ static bool toolrun_variable(const ProtobufCBinaryData *e)
 	return false;
 }
 
+bool policy_shell_env_keeps(const struct config *cfg, const ProtobufCBinaryData *e)
+{
+	return toolrun_variable(e) || env_passes(cfg, &cfg->defaults, e);
+}
+
 int policy_environment(const Toolrun__Request *req, const struct config *cfg,
 		       const struct limits *lim, const ProtobufCBinaryData *extra,
 		       size_t nextra, ProtobufCBinaryData **out, size_t *n)
 {
 	static const char marker[] = "TOOLRUN_NESTED=1";
 	const size_t keylen = sizeof(preload_key) - 1, liblen = strlen(cfg->preload);
+	/* An agent command has no filters of its own: the global ones. */
+	const struct limits *filter = req->command ? &cfg->defaults : lim;
 	size_t last = SIZE_MAX, k = 0;
-	bool nested = false, marked = false, keep_preload = true;
+	bool has_ours = false, marked = false, keep_preload = true;
 
-	/* The last LD_PRELOAD is the one ld.so reads. An agent command's
-	 * environment stays exactly as it was, toolrun's variables included
-	 * (its constructor sees the declaration and stays itself). */
-	for (size_t i = 0; i < req->n_envp && !req->command; i++)
+	/* The last LD_PRELOAD is the one ld.so reads. */
+	for (size_t i = 0; i < req->n_envp; i++)
 		if (starts_with(&req->envp[i], preload_key))
 			last = i;
 	if (last != SIZE_MAX) {
-		nested = preload_names(&req->envp[last], cfg->preload);
+		has_ours = preload_names(&req->envp[last], cfg->preload);
 		/* LD_PRELOAD is a name like any other to the filters. */
-		keep_preload = env_passes(cfg, lim, &req->envp[last]);
+		keep_preload = env_passes(cfg, filter, &req->envp[last]);
 	}
+	/* A program that keeps toolrun's library is nested; an agent
+	 * command is the first process of its tree, not nested: its
+	 * constructor sees the declaration and stays itself. */
+	bool nested = has_ours && !req->command;
 
 	/* Room for the entries, the marker, and "LD_PRELOAD=<our library>"
 	 * after them, for a nested program whose LD_PRELOAD the policy drops. */
@@ -356,8 +370,11 @@ int policy_environment(const Toolrun__Request *req, const struct config *cfg,
 		const ProtobufCBinaryData *e = &req->envp[i];
 		if (replaced(e, extra, nextra))
 			continue;
-		if (req->command) {
-			env[k++] = *e;
+		if (req->command && !starts_with(e, preload_key)) {
+			/* Its shell stands for the agent's: the global filters,
+			 * toolrun's own variables excepted. */
+			if (policy_shell_env_keeps(cfg, e))
+				env[k++] = *e;
 			continue;
 		}
 		if (starts_with(e, "TOOLRUN_")) {
@@ -373,11 +390,11 @@ int policy_environment(const Toolrun__Request *req, const struct config *cfg,
 		} else if (starts_with(e, preload_key)) {
 			if (!keep_preload) {
 				/* Other libraries go; ours stays, alone. */
-				if (nested && i == last)
+				if (has_ours && i == last)
 					env[k++] = (ProtobufCBinaryData){keylen + liblen, ours};
 				continue;
 			}
-		} else if (!env_passes(cfg, lim, e)) {
+		} else if (!env_passes(cfg, filter, e)) {
 			continue;
 		}
 		env[k++] = *e;

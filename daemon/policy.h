@@ -47,7 +47,8 @@ struct policy_decision {
  * Decode one client payload strictly: a ClientMessage with one message
  * set and no field this version does not know, within the memory its
  * size allows (arena.h). Returns the message, which lives in a (release
- * it with arena_release once done with the message), or NULL with a
+ * it with arena_release once done with the message) and whose argv and
+ * envp entries point into payload (keep it until then), or NULL with a
  * one-line reason in err and nothing held.
  */
 Toolrun__ClientMessage *policy_decode(const uint8_t *payload, size_t len,
@@ -74,7 +75,9 @@ enum policy_verdict policy_check(struct config *cfg, const Toolrun__Request *req
  * the other entries. A program that is not nested gets no TOOLRUN_*
  * variable.
  *
- * An agent command's environment is its envp as it is, without
+ * An agent command's environment is its envp less what the config's
+ * global env_allow / env_deny remove (policy_shell_env_keeps), with
+ * toolrun's LD_PRELOAD entry kept as for a nested program, and without
  * TOOLRUN_NESTED. `extra` ("NAME=value" entries the daemon sets, as for
  * an agent command) replace the request's variables of the same names
  * and are kept in any case. Entries point into req, extra, a static
@@ -106,8 +109,21 @@ bool policy_session_call(const Toolrun__SessionCall *c, unsigned nfds, char *why
 			 size_t len);
 /* The limits an agent command runs under: the budget (max_bytes,
  * max_lines, shape) and command_timeout; no resource limit, filter or
- * environment rule of its own, since it stands for the agent's shell. */
+ * environment rule of its own, since it stands for the agent's shell
+ * (its environment takes the global rule: policy_shell_env_keeps). */
 struct limits policy_command_limits(const struct config *cfg);
+
+/*
+ * Does the shell of an agent command or of a session keep this variable
+ * of its caller's (NAME=value, LD_PRELOAD aside: the caller keeps
+ * toolrun's entry)? It stands for the agent's own shell, which has no
+ * tool's section: the config's global env_allow and env_deny decide, as
+ * for a tool without a section of its own, so that a secret-looking
+ * variable that `docker exec -e` passed reaches no program. toolrun's own
+ * variables (TOOLRUN_CONFIG and the others the library reads) pass
+ * unasked, as they do for a nested program.
+ */
+bool policy_shell_env_keeps(const struct config *cfg, const ProtobufCBinaryData *e);
 
 /* Does the variable's name match one of the patterns (fnmatch, separated
  * by spaces)? */

@@ -59,7 +59,7 @@ static const char wrapper_fmt[] =
 	"builtin enable -f '%s' toolrun_session || exit %d\n"
 	"builtin toolrun_session ready || exit %d\n"
 	"while :; do\n"
-	"  trap '[[ -n $__toolrun_in ]] && return $(( $? > 128 ? $? : 130 )) 2>/dev/null' INT\n"
+	"  trap '__toolrun_was=$?; [[ -n $__toolrun_in ]] && return $(( __toolrun_was > 128 ? __toolrun_was : 130 )) 2>/dev/null' INT\n"
 	"  __toolrun_cmd=\n"
 	"  builtin toolrun_session read __toolrun_cmd\n"
 	"  __toolrun_st=$?\n"
@@ -232,10 +232,13 @@ static bool set_by_daemon(const ProtobufCBinaryData *e)
 	return false;
 }
 
-/* The client's entries, less those toolrund sets, copied: the call's
- * memory goes with it. */
+/* The client's entries, less those toolrund sets and those the global
+ * env_allow / env_deny remove (policy_shell_env_keeps; an LD_PRELOAD
+ * they remove leaves toolrun's library alone: preload_entry), copied:
+ * the call's memory goes with it. */
 static int keep_env(struct session *s, const Toolrun__SessionCall *c)
 {
+	const struct config *cfg = s->S->J->cfg;
 	size_t bytes = 0;
 	for (size_t i = 0; i < c->n_envp; i++)
 		bytes += c->envp[i].len;
@@ -245,7 +248,7 @@ static int keep_env(struct session *s, const Toolrun__SessionCall *c)
 	uint8_t *pool = (uint8_t *)(s->env + c->n_envp + 1);
 	for (size_t i = 0; i < c->n_envp; i++) {
 		const ProtobufCBinaryData *e = &c->envp[i];
-		if (set_by_daemon(e))
+		if (set_by_daemon(e) || !policy_shell_env_keeps(cfg, e))
 			continue;
 		memcpy(pool, e->data, e->len);
 		s->env[s->nenv++] = (ProtobufCBinaryData){e->len, pool};

@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -108,6 +109,33 @@ static void pb_free(void *data, void *p)
 	(void)p; /* the arena is reset per message */
 }
 
+/*
+ * What the client sends after Hello: the Request (megabytes, with its
+ * fds, for a long argv), then Signal and ReaderGone frames. A daemon that
+ * reads nothing (a stopped listener) fills the socket, and a send that
+ * waited for room there would keep the client from the signals it must
+ * act on (timeout(1)'s SIGTERM) and from its watch on the daemon: only
+ * SIGKILL would end it. So nothing waits for room. A frame goes out as far
+ * as the socket takes it, the rest when poll() says there is room, and
+ * the messages behind it wait in a queue as the kernel keeps signals
+ * pending: each at most once, a SIGCONT dropping a waiting SIGSTOP and
+ * the reverse.
+ */
+#define OUTBOX_QUEUE 32 /* more than the distinct messages queued */
+#define OUTBOX_GONE(index) (-1 - (index)) /* ReaderGone for stdout (0), stderr (1) */
+
+struct outbox {
+	const uint8_t *buf; /* the frame going out, or NULL */
+	size_t len, off;
+	const int *fds;     /* attached to its first bytes */
+	unsigned nfds, fds_sent;
+	unsigned frames_sent;
+	int error;          /* a send failed (-errno): nothing more is sent */
+	uint8_t small[64];  /* a Signal or ReaderGone frame */
+	int queue[OUTBOX_QUEUE]; /* signal numbers, or OUTBOX_GONE() */
+	unsigned queued;
+};
+
 struct client {
 	const struct client_call *call;
 	struct client_result *res;
@@ -133,6 +161,7 @@ struct client {
 	unsigned ntargets;
 	unsigned nextra;   /* inherited fds beyond what a frame carries */
 
+	struct outbox out;
 	struct frame_reader reader;
 	bool got_hello;
 	bool started;
@@ -144,6 +173,7 @@ struct client {
 	int ping;            /* the Ping's connection while it waits, or -1 */
 	uint32_t timeout_ms; /* Started's: the job's time limit; 0: none */
 	int ending_signal;   /* the first forwarded signal that ends the program */
+	int dumpable;        /* PR_GET_DUMPABLE before client_run */
 };
 
 /* Give up before anything ran: the caller applies the fallback. */
@@ -222,18 +252,50 @@ static bool core_name_is_per_process(void)
 	return buf[0] == '|' || strstr(buf, "%p") || strstr(buf, "%P");
 }
 
+/*
+ * The stand-in holds its caller's channel: the stdout and stderr that
+ * reach the agent (or an MCP client), and the socket of the job. The
+ * programs it serves run as the same uid, and could open all of them
+ * through /proc/PID/fd and write there past the budget and the audit's
+ * counts. Undumpable, its fds, memory and environment take CAP_SYS_PTRACE
+ * to reach (what the daemon does for its own processes). Returns what it
+ * was, for put_back_dumpable().
+ */
+static int hide_from_programs(void)
+{
+	int was = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	return was;
+}
+
+/* The process goes on as itself (nothing ran, or it dies dumping core):
+ * as dumpable as it was. An execve that follows sets it anew anyway. */
+static void put_back_dumpable(int was)
+{
+	if (was == 1)
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+}
+
 /* Die of sig as the program did, so that the shell reports 128+sig. */
-static NORETURN void die_by_signal(int sig, bool core_dumped)
+static NORETURN void die_by_signal(int sig, bool core_dumped, int dumpable)
 {
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigset_t one;
 
 	/* Our image is not the program's: dump it only when the program
 	 * dumped (so that the shell says "core dumped") and our core cannot
-	 * take the place of the program's own. */
+	 * take the place of the program's own. An undumpable process dumps
+	 * nothing: it becomes dumpable again, as it was, but only once it
+	 * holds nothing of its caller's that a program could then reach. */
 	if (!core_dumped || !core_name_is_per_process()) {
 		struct rlimit none = {0, 0};
 		setrlimit(RLIMIT_CORE, &none);
+	} else if (dumpable == 1) {
+		if (syscall(SYS_close_range, 0U, ~0U, 0U) < 0)
+			for (int fd = 0; fd < 1024; fd++)
+				close(fd);
+		put_back_dumpable(dumpable);
 	}
 	sigaction(sig, &dfl, NULL);
 	kill(getpid(), sig);
@@ -414,6 +476,16 @@ static void capture_state(struct client *cl, Toolrun__ProcessState *st,
 	st->personality = (uint32_t)ps->personality;
 }
 
+/* What execve makes of these strings (frame.h). */
+static size_t exec_bytes(const ProtobufCBinaryData *v, size_t n)
+{
+	size_t bytes = 0;
+
+	for (size_t i = 0; i < n; i++)
+		bytes += FRAME_EXEC_COST(v[i].len);
+	return bytes;
+}
+
 /* Pack Hello and Request into one buffer; the fds go with the Request. */
 static int build_frames(struct client *cl, size_t argc, size_t envc,
 			uint8_t **buf, size_t *hello_len, size_t *total)
@@ -462,6 +534,10 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 	rmsg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST;
 	rmsg.request = &req;
 
+	/* More than any execve takes fails as it would directly, and
+	 * toolrund would refuse it. */
+	if (exec_bytes(req.argv, argc) + exec_bytes(req.envp, envc) > FRAME_MAX_EXEC_BYTES)
+		return -E2BIG;
 	size_t hsize = frame_size(&hmsg.base);
 	size_t rsize = frame_size(&rmsg.base);
 	if (rsize - FRAME_HEADER_SIZE > FRAME_MAX_CLIENT_PAYLOAD)
@@ -522,6 +598,7 @@ static void release(struct client *cl)
 		munmap(cl->map, cl->map_len);
 		cl->map = NULL;
 	}
+	put_back_dumpable(cl->dumpable);
 }
 
 static void send_signal(struct client *cl, int signo);
@@ -549,18 +626,120 @@ static void stop_with_program(struct client *cl, int sig)
 	send_signal(cl, SIGCONT);
 }
 
+/* ---- The outbox (above) ---- */
+
+static void outbox_remove(struct outbox *o, int item)
+{
+	for (unsigned i = 0; i < o->queued; i++) {
+		if (o->queue[i] != item)
+			continue;
+		memmove(o->queue + i, o->queue + i + 1, (o->queued - i - 1) * sizeof(int));
+		o->queued--;
+		return;
+	}
+}
+
+static void outbox_queue(struct outbox *o, int item)
+{
+	if (o->error)
+		return;
+	if (item == SIGCONT)
+		outbox_remove(o, SIGSTOP);
+	else if (item == SIGSTOP)
+		outbox_remove(o, SIGCONT);
+	for (unsigned i = 0; i < o->queued; i++)
+		if (o->queue[i] == item)
+			return; /* already pending */
+	if (o->queued < OUTBOX_QUEUE)
+		o->queue[o->queued++] = item;
+}
+
+/* The next queued message, packed into the outbox's own frame. */
+static void outbox_next(struct outbox *o)
+{
+	Toolrun__ClientMessage msg = TOOLRUN__CLIENT_MESSAGE__INIT;
+	Toolrun__Signal sig = TOOLRUN__SIGNAL__INIT;
+	Toolrun__ReaderGone gone = TOOLRUN__READER_GONE__INIT;
+	int item = o->queue[0];
+
+	outbox_remove(o, item);
+	if (item > 0) {
+		sig.signo = item;
+		msg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_SIGNAL;
+		msg.signal = &sig;
+	} else {
+		gone.stream = item == OUTBOX_GONE(1) ? TOOLRUN__STREAM__STREAM_STDERR
+						     : TOOLRUN__STREAM__STREAM_STDOUT;
+		msg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_READER_GONE;
+		msg.reader_gone = &gone;
+	}
+	o->len = frame_pack(&msg.base, 0, o->small);
+	o->buf = o->small;
+	o->off = 0;
+	o->fds = NULL;
+	o->nfds = o->fds_sent = 0;
+}
+
+/* Send what the socket takes now. Returns 0 when all went, -EAGAIN when
+ * the rest waits for room, or the -errno of a send that failed, this time
+ * or before (then nothing more is sent). */
+static int outbox_flush(struct outbox *o, int sock)
+{
+	while (!o->error && (o->buf || o->queued)) {
+		if (!o->buf)
+			outbox_next(o);
+		int r = frame_send_partial(sock, o->buf, o->len, &o->off, o->fds, o->nfds,
+					   &o->fds_sent);
+		if (r == -EAGAIN)
+			return r;
+		o->buf = NULL;
+		if (r < 0) {
+			o->error = r;
+			o->queued = 0;
+		} else {
+			o->frames_sent++;
+		}
+	}
+	return o->error;
+}
+
+static bool outbox_waiting(const struct outbox *o)
+{
+	return !o->error && (o->buf || o->queued);
+}
+
+static bool request_sent(const struct client *cl)
+{
+	return cl->out.frames_sent > 0;
+}
+
+static bool read_frames(struct client *cl);
+
+/* Send what the outbox holds, as far as the socket takes it. Returns true
+ * when client_run returns: the request could not be sent. A failure
+ * after it shows up as EOF on the next read. */
+static bool send_pending(struct client *cl)
+{
+	int r = outbox_flush(&cl->out, cl->sock);
+
+	if (request_sent(cl))
+		close_fd(&cl->cwd_fd); /* toolrund has its own */
+	if (r == 0 || r == -EAGAIN || request_sent(cl))
+		return false;
+	/* A daemon that refuses a peer says why, then closes: the reason
+	 * may be waiting, unread. */
+	if ((r == -EPIPE || r == -ECONNRESET) && read_frames(cl))
+		return true;
+	unreachable(cl, -r, "cannot send the request to toolrund", errno_text(r));
+	return true;
+}
+
+/* Queued, and sent as far as the socket takes it; the event loop sends
+ * the rest, and learns there of a failure. */
 static void send_signal(struct client *cl, int signo)
 {
-	Toolrun__Signal sig = TOOLRUN__SIGNAL__INIT;
-	Toolrun__ClientMessage msg = TOOLRUN__CLIENT_MESSAGE__INIT;
-	uint8_t buf[64];
-
-	sig.signo = signo;
-	msg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_SIGNAL;
-	msg.signal = &sig;
-	size_t n = frame_pack(&msg.base, 0, buf);
-	/* A failure shows up as EOF on the next read. */
-	(void)frame_send(cl->sock, buf, n, NULL, 0);
+	outbox_queue(&cl->out, signo);
+	(void)outbox_flush(&cl->out, cl->sock);
 }
 
 /* Write all of p to fd, waiting if fd is non-blocking; *done counts
@@ -600,19 +779,11 @@ static int output_fd(int index)
 
 static void reader_gone(struct client *cl, int index)
 {
-	Toolrun__ReaderGone gone = TOOLRUN__READER_GONE__INIT;
-	Toolrun__ClientMessage msg = TOOLRUN__CLIENT_MESSAGE__INIT;
-	uint8_t buf[64];
-
 	if (cl->reader_gone[index])
 		return;
 	cl->reader_gone[index] = true;
-	gone.stream = index ? TOOLRUN__STREAM__STREAM_STDERR : TOOLRUN__STREAM__STREAM_STDOUT;
-	msg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_READER_GONE;
-	msg.reader_gone = &gone;
-	size_t n = frame_pack(&msg.base, 0, buf);
-	/* A failure shows up as EOF on the next read. */
-	(void)frame_send(cl->sock, buf, n, NULL, 0);
+	outbox_queue(&cl->out, OUTBOX_GONE(index));
+	(void)outbox_flush(&cl->out, cl->sock);
 }
 
 static void on_output(struct client *cl, const Toolrun__Output *out)
@@ -760,7 +931,7 @@ static bool give_up(struct client *cl)
 		sbuf_add(&sb, " and does not answer; ending on ");
 		sbuf_add(&sb, sig);
 		say(cl, what, NULL);
-		die_by_signal(cl->ending_signal, false);
+		die_by_signal(cl->ending_signal, false, cl->dumpable);
 	}
 	if (cl->started) {
 		sbuf_add(&sb, "toolrund did not end the job within its ");
@@ -835,7 +1006,7 @@ static void on_signal_in_write(struct client *cl)
 		if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
 			stop_with_program(cl, sig);
 		else if (ends_program(cl, sig))
-			die_by_signal(sig, false);
+			die_by_signal(sig, false, cl->dumpable);
 	}
 }
 
@@ -905,9 +1076,9 @@ static bool died_of_sigpipe_directly(struct client *cl, const Toolrun__Exit *ex)
 static NORETURN void on_exit_started(struct client *cl, const Toolrun__Exit *ex)
 {
 	if (ex->status_case == TOOLRUN__EXIT__STATUS_SIGNAL)
-		die_by_signal(ex->signal, ex->core_dumped);
+		die_by_signal(ex->signal, ex->core_dumped, cl->dumpable);
 	if (died_of_sigpipe_directly(cl, ex))
-		die_by_signal(SIGPIPE, false);
+		die_by_signal(SIGPIPE, false, cl->dumpable);
 	_exit(ex->code & 0xff);
 }
 
@@ -1022,7 +1193,8 @@ static void event_loop(struct client *cl)
 	for (;;) {
 		/* poll() skips the Ping's entry while none waits (fd -1). */
 		struct pollfd pfd[5] = {
-			{.fd = cl->sock, .events = POLLIN},
+			{.fd = cl->sock,
+			 .events = POLLIN | (outbox_waiting(&cl->out) ? POLLOUT : 0)},
 			{.fd = cl->sigfd, .events = POLLIN},
 			{.fd = cl->ping, .events = POLLIN},
 		};
@@ -1064,10 +1236,13 @@ static void event_loop(struct client *cl)
 		for (nfds_t i = 3; i < n; i++)
 			if (pfd[i].revents & (POLLERR | POLLHUP))
 				reader_gone(cl, stream_of[i]);
-		/* Whatever comes back, even a refusal, is a daemon that runs. */
+		/* Whatever comes back, even a refusal, is a daemon that runs
+		 * (room in the socket is one that reads). */
 		if (cl->ping >= 0 && (pfd[2].revents || pfd[0].revents))
 			daemon_answered(cl);
-		if (pfd[0].revents && read_frames(cl))
+		if ((pfd[0].revents & ~POLLOUT) && read_frames(cl))
+			return;
+		if (send_pending(cl))
 			return;
 	}
 }
@@ -1096,6 +1271,7 @@ void client_run(const struct client_call *call, struct client_result *res)
 	int r;
 
 	memset(res, 0, sizeof(*res));
+	cl.dumpable = hide_from_programs();
 	if ((r = setup_memory(&cl, &argc, &envc)) < 0) {
 		unreachable(&cl, -r, "cannot map memory", errno_text(r));
 		goto out;
@@ -1155,23 +1331,19 @@ void client_run(const struct client_call *call, struct client_result *res)
 		.ra = cl.recv_buf,
 		.ra_cap = RECV_BUF_SIZE,
 	};
-	/* Hello without fds, then the Request with its own. */
+	/* Hello without fds, into a new socket that has room for it; then
+	 * the Request with its own, through the outbox. */
 	r = frame_send(cl.sock, frames, hello_len, NULL, 0);
-	if (r == 0)
-		r = frame_send(cl.sock, frames + hello_len, total - hello_len,
-			       cl.fds, cl.ntargets + 1);
-	if (r < 0) {
-		/* A daemon that refuses a peer says why, then closes: the
-		 * reason may be waiting, unread. */
-		if ((r == -EPIPE || r == -ECONNRESET) && read_frames(&cl))
-			goto out;
-		unreachable(&cl, -r, "cannot send the request to toolrund",
-			    errno_text(r));
-		goto out;
-	}
-	close_fd(&cl.cwd_fd);
+	cl.out = (struct outbox){
+		.buf = frames + hello_len,
+		.len = total - hello_len,
+		.fds = cl.fds,
+		.nfds = cl.ntargets + 1,
+		.error = r < 0 ? r : 0,
+	};
 	cl.check_at = monotonic_ms() + START_WAIT_MS;
-	event_loop(&cl);
+	if (!send_pending(&cl))
+		event_loop(&cl);
 out:
 	release(&cl);
 }

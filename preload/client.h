@@ -9,7 +9,12 @@
  * wait for ever on a daemon that stopped answering: past the job's time
  * limit, or a signal that ends the program, it asks the daemon for a Ping
  * and, without an answer, ends by itself (see "A stuck toolrund" in
- * client.c).
+ * client.c); nothing it sends waits for room in the socket, so that it
+ * sees those signals however little the daemon reads (the outbox).
+ *
+ * It is undumpable while it stands in, so that the programs it serves,
+ * which run as its uid, cannot reach its fds (the caller's channel)
+ * through /proc; a client_run that returns leaves it as it was.
  *
  * Async-signal-safe throughout: memory comes from one mmap, messages are
  * decoded into it, and only raw syscalls are used.

@@ -27,9 +27,17 @@
 #define FRAME_HEADER_SIZE 8
 #define FRAME_VERSION 1
 
-/* A Request must fit a full argv plus environment. Linux allows up to
- * 6 MiB of them (3/4 of an 8 MiB stack limit); protobuf adds at most a few
- * bytes per string, fewer than the pointers the kernel counts. */
+/* The most of argv and envp that Linux's execve takes, as it counts them:
+ * each string with its NUL, and an 8-byte pointer for each (3/4 of
+ * _STK_LIM, whatever the stack limit; a quarter of it, below 24 MiB). A
+ * Request, a session's environment or an order that holds more runs
+ * nowhere: it is refused before it is decoded (arena.h). */
+#define FRAME_MAX_EXEC_BYTES (6u << 20)
+/* What execve counts for one string of len bytes. */
+#define FRAME_EXEC_COST(len) ((len) + 1 + 8)
+/* A Request must fit a full argv plus environment: FRAME_MAX_EXEC_BYTES,
+ * and protobuf adds at most a few bytes per string, fewer than the
+ * pointers the kernel counts. */
 #define FRAME_MAX_CLIENT_PAYLOAD (8u << 20)
 /* The daemon's messages are small: Output carries at most 64 KiB. */
 #define FRAME_MAX_SERVER_PAYLOAD (128u << 10)

@@ -94,28 +94,28 @@ tool_ended() {
 	jobs_since "$2" | grep -q " tool=$1 "
 }
 
+# cat_into_gated_reader READER: `cat big | { wait for a gate; READER; }`
+# through toolrun, the gate opened only once cat's job has ended; prints
+# what the pipeline wrote, then its PIPESTATUS.
+cat_into_gated_reader() {
+	local n pid
+	mkfifo "$BATS_TEST_TMPDIR/gate"
+	n=$(tr_job_count)
+	tr_bash "cat $TR_DIR/big | { read -r _ <'$BATS_TEST_TMPDIR/gate'; $1; }; echo \"\${PIPESTATUS[*]}\"" \
+		>"$BATS_TEST_TMPDIR/out" &
+	pid=$!
+	wait_for 60 tool_ended cat "$n"
+	echo go >"$BATS_TEST_TMPDIR/gate"
+	wait "$pid"
+	cat "$BATS_TEST_TMPDIR/out"
+}
+
 @test "08-always-sigpipe-reader-left: a cut stream's program dies of SIGPIPE when its reader leaves without reading what it was given" {
 	# The reader has read nothing when cat ends: run directly, cat would
 	# be blocked writing, and die when the reader leaves.
-	mkfifo "$BATS_TEST_TMPDIR/gate"
-	n=$(tr_job_count)
-	tr_bash "cat $TR_DIR/big | { read -r _ <'$BATS_TEST_TMPDIR/gate'; read -r first; echo \"\$first\"; }; echo \"\${PIPESTATUS[*]}\"" \
-		>"$BATS_TEST_TMPDIR/out" &
-	pid=$!
-	wait_for 60 tool_ended cat "$n"
-	echo go >"$BATS_TEST_TMPDIR/gate"
-	wait "$pid"
-	[ "$(cat "$BATS_TEST_TMPDIR/out")" = $'line 1\n141 0' ]
+	[ "$(cat_into_gated_reader 'read -r first; echo "$first"')" = $'line 1\n141 0' ]
 }
 
 @test "08-always-sigpipe-reader-reads: a reader that takes all it was given and waits for more gets end of file" {
-	mkfifo "$BATS_TEST_TMPDIR/gate"
-	n=$(tr_job_count)
-	tr_bash "cat $TR_DIR/big | { read -r _ <'$BATS_TEST_TMPDIR/gate'; wc -l; }; echo \"\${PIPESTATUS[*]}\"" \
-		>"$BATS_TEST_TMPDIR/out" &
-	pid=$!
-	wait_for 60 tool_ended cat "$n"
-	echo go >"$BATS_TEST_TMPDIR/gate"
-	wait "$pid"
-	[ "$(cat "$BATS_TEST_TMPDIR/out")" = $'201\n0 0' ]
+	[ "$(cat_into_gated_reader 'wc -l')" = $'201\n0 0' ]
 }

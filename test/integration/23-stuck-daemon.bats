@@ -24,7 +24,7 @@ EOF
 }
 
 teardown() {
-	resume_listener
+	tr_resume_listener
 	if [ -s "$TR_DIR/stopped-client" ]; then
 		kill -CONT "$(cat "$TR_DIR/stopped-client")" 2>/dev/null || true
 		rm -f "$TR_DIR/stopped-client"
@@ -36,28 +36,10 @@ teardown() {
 }
 
 teardown_file() {
-	resume_listener
+	tr_resume_listener
 	tr_stop
 }
 
-listener_pid() {
-	pgrep -P "$(cat "$TR_DIR/daemon.pid")" -x toolrund-listen
-}
-
-# Stop the listener; teardown continues it, whatever the test did.
-stop_listener() {
-	local pid
-	pid=$(listener_pid)
-	[ "$(wc -w <<<"$pid")" -eq 1 ]
-	echo "$pid" >"$TR_DIR/stopped"
-	kill -STOP "$pid"
-}
-
-resume_listener() {
-	[ -s "${TR_DIR:-/nonexistent}/stopped" ] || return 0
-	kill -CONT "$(cat "$TR_DIR/stopped")" 2>/dev/null || true
-	rm -f "$TR_DIR/stopped"
-}
 
 # The client PID has Started: it let go of the program's stdin.
 has_started() {
@@ -73,12 +55,12 @@ serves_again() {
 }
 
 @test "23-stuck-timeout: timeout(1) ends a caller whose toolrund is stopped" {
-	stop_listener
+	tr_stop_listener
 	SECONDS=0
 	run --separate-stderr timeout -k 5 60 "$TR_BASH" \
 		"timeout 2 $TR_PROBE pid </dev/null >/dev/null; echo \$?"
 	elapsed=$SECONDS
-	resume_listener
+	tr_resume_listener
 	[ "$output" = 124 ]
 	[ "$stderr" = "toolrun: probe: toolrund did not report the program's end within 2 s of SIGTERM and does not answer; ending on SIGTERM" ]
 	# 2 s, the grace, a Ping unanswered: about 9 s. The bound is for a hang.
@@ -87,13 +69,13 @@ serves_again() {
 }
 
 @test "23-stuck-start: a call that toolrund never starts fails after a bound, as for a daemon away" {
-	stop_listener
+	tr_stop_listener
 	SECONDS=0
 	# Not into run's pipe: the fds the request carries wait in the stopped
 	# listener's socket, and with them the pipe's write end.
 	run --separate-stderr timeout -k 5 60 "$TR_BASH" "cat /etc/hostname >$TR_DIR/out"
 	elapsed=$SECONDS
-	resume_listener
+	tr_resume_listener
 	[ "$status" -eq 126 ]
 	[ "${stderr_lines[0]}" = "toolrun: toolrund did not start the program within 10 s of the request and does not answer" ]
 	# 10 s, a Ping unanswered: about 15 s. The bound is for a hang.
@@ -112,13 +94,13 @@ serves_again() {
 	wait_for 60 has_started "$client"
 	sleep 8
 	! gone "$client"
-	stop_listener
+	tr_stop_listener
 	SECONDS=0
 	wait_for 60 gone "$client"
 	elapsed=$SECONDS
 	kill "$(cat "$TR_DIR/producer")"
 	wait_for 60 test -s "$TR_DIR/status"
-	resume_listener
+	tr_resume_listener
 	[ "$(cat "$TR_DIR/status")" = 124 ]
 	[ "$(cat "$TR_DIR/stderr")" = "toolrun: tail: toolrund did not end the job within its timeout (1 s) + 5 s and does not answer; giving up" ]
 	((elapsed < 30))
@@ -129,7 +111,7 @@ serves_again() {
 # sent SIG, ends on it as the program would have.
 end_on() {
 	local sig=$1 want=$2 listener
-	listener=$(listener_pid)
+	listener=$(tr_listener_pid)
 	echo "$listener" >"$TR_DIR/stopped"
 	rm -f "$TR_DIR/pid"
 	# The caller is bash itself, which execs the probe and so becomes the
@@ -137,7 +119,7 @@ end_on() {
 	# signals the caller.
 	run --separate-stderr timeout -k 5 60 "$TR_BASH" \
 		"(until [ -s $TR_DIR/pid ] && [ ! -e /proc/\$\$/fd/0 ]; do sleep 0.02; done; kill -STOP $listener; kill -$sig \$\$) & exec $TR_PROBE pid </dev/null >$TR_DIR/pid"
-	resume_listener
+	tr_resume_listener
 	[ "$status" -eq "$want" ]
 	[ "$stderr" = "toolrun: probe: toolrund did not report the program's end within 2 s of SIG$sig and does not answer; ending on SIG$sig" ]
 	# toolrund, running again, ends the program its caller left.

@@ -3,6 +3,7 @@
 # driven with `toolrun session new/run/read/write/interrupt/close/list`.
 
 load helpers
+load sessions
 
 setup_file() {
 	# uid 65534 is served too, for the test of another caller's session.
@@ -13,25 +14,6 @@ setup_file() {
 
 teardown_file() {
 	tr_stop
-}
-
-PY=$(command -v /usr/bin/python3 || command -v python3)
-
-# session ARGS...: `toolrun session ARGS...`.
-session() {
-	"$TR_CLI" session "$@"
-}
-
-# jf FIELD [JSON]: a field of a JSON object (by default $output): a string
-# as it is, anything else as JSON (null, 0, true...).
-jf() {
-	"$PY" -c '
-import json, sys
-v = json.loads(sys.argv[2])
-for k in sys.argv[1].split("."):
-    v = v[int(k)] if isinstance(v, list) else v.get(k)
-sys.stdout.write(v if isinstance(v, str) else json.dumps(v))
-' "$1" "${2-$output}"
 }
 
 # jq_str FIELD [JSON]: a string field as a JSON string, so that trailing
@@ -45,16 +27,6 @@ jq_str() {
 listed_ids() {
 	"$PY" -c 'import json, sys
 for s in json.loads(sys.argv[1])["sessions"]: print(s["session"])' "$output"
-}
-
-# new_session [OPTIONS]: a new session's id in $sid, its bash in $spid.
-new_session() {
-	local out
-	out=$(session new --json "$@")
-	sid=$(jf session "$out")
-	spid=$(jf pid "$out")
-	[[ "$sid" =~ ^[0-9a-f]{8}$ ]]
-	[ "$spid" -gt 1 ]
 }
 
 # Processes whose environment has TOOLRUN_SESSION set, as "PID ID" lines.

@@ -6,6 +6,7 @@
 # bash -c, and the audit says which facts the shell reported.
 
 load helpers
+load sessions
 
 setup_file() {
 	tr_start
@@ -13,26 +14,6 @@ setup_file() {
 
 teardown_file() {
 	tr_stop
-}
-
-PY=$(command -v /usr/bin/python3 || command -v python3)
-
-session() {
-	"$TR_CLI" session "$@"
-}
-
-# jf FIELD [JSON]: a field of a JSON object (by default $output).
-jf() {
-	"$PY" -c '
-import json, sys
-v = json.loads(sys.argv[2]).get(sys.argv[1])
-sys.stdout.write(v if isinstance(v, str) else json.dumps(v))
-' "$1" "${2-$output}"
-}
-
-new_session() {
-	sid=$(jf session "$(session new --json)")
-	[[ "$sid" =~ ^[0-9a-f]{8}$ ]]
 }
 
 # The audit records of the session's commands.
@@ -133,5 +114,17 @@ session_records() {
 	[ "$(jf exit_code)" = 130 ]
 	run session run "$sid" --json -- 'echo alive'
 	[ "$(jf stdout)" = alive ]
+	session close "$sid"
+}
+
+@test "28-session-channel-deferred-interrupt: an interrupt a subshell ignored ends the command with the status of what killed it" {
+	new_session
+	run session run "$sid" --json --timeout 0.5 -- "(trap '' INT; exec sleep 301)"
+	[ "$(jf state)" = running ]
+	run session interrupt "$sid" --json --timeout 2
+	[ "$(jf state)" = running ]
+	run session kill "$sid" --json --timeout 60
+	[ "$(jf state)" = done ]
+	[ "$(jf exit_code)" = 137 ]
 	session close "$sid"
 }

@@ -4,6 +4,7 @@
 # shares do not need; ended sessions take no place.
 
 load helpers
+load sessions
 
 setup_file() {
 	tr_start "allow_uids = root 65534" "session_max = 4" "session_max_per_uid = 4"
@@ -12,17 +13,6 @@ setup_file() {
 
 teardown_file() {
 	tr_stop
-}
-
-PY=$(command -v /usr/bin/python3 || command -v python3)
-
-jf() {
-	"$PY" -c 'import json, sys; v = json.loads(sys.argv[2]).get(sys.argv[1]); sys.stdout.write(v if isinstance(v, str) else json.dumps(v))' \
-		"$1" "${2-$output}"
-}
-
-session() {
-	"$TR_CLI" session "$@"
 }
 
 other() {

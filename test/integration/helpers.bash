@@ -191,6 +191,27 @@ plain_bash() {
 
 # The number of job lines in the daemon log so far; jobs_since N prints
 # the job lines after the first N.
+# The pid of the running daemon's listener.
+tr_listener_pid() {
+	pgrep -P "$(cat "$TR_DIR/daemon.pid")" -x toolrund-listen
+}
+
+# Stop the listener (SIGSTOP): a toolrund that accepts and reads nothing.
+# The file's teardown calls tr_resume_listener, whatever the test did.
+tr_stop_listener() {
+	local pid
+	pid=$(tr_listener_pid)
+	[ "$(wc -w <<<"$pid")" -eq 1 ]
+	echo "$pid" >"$TR_DIR/stopped"
+	kill -STOP "$pid"
+}
+
+tr_resume_listener() {
+	[ -s "${TR_DIR:-/nonexistent}/stopped" ] || return 0
+	kill -CONT "$(cat "$TR_DIR/stopped")" 2>/dev/null || true
+	rm -f "$TR_DIR/stopped"
+}
+
 tr_job_count() {
 	grep -c ' info: job [0-9]* uid=' "$TR_DIR/daemon.log" || true
 }

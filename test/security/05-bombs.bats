@@ -57,10 +57,6 @@ setup() {
 	file_skipped
 }
 
-listener_pid() {
-	children_named "$(tr_daemon_pid)" toolrund-listen
-}
-
 # The pids of the processes in process group PGID.
 in_group() {
 	local pgid=$1 f stat rest pgrp
@@ -124,7 +120,7 @@ stop_fork_bomb() {
 # output in $TR_DIR/out, stderr in $TR_DIR/err, the samples in $TR_DIR/rss.
 output_bomb() {
 	local listener sampler
-	listener=$(listener_pid)
+	listener=$(tr_listener_pid)
 	: >"$TR_DIR/rss"
 	while proc_status "$listener" VmRSS >>"$TR_DIR/rss"; do sleep 0.1; done 3>&- &
 	sampler=$!
@@ -142,7 +138,7 @@ output_bomb() {
 # The listener's peak and sampled memory stayed under the bound.
 memory_bounded() {
 	local hwm max
-	hwm=$(proc_status "$(listener_pid)" VmHWM)
+	hwm=$(proc_status "$(tr_listener_pid)" VmHWM)
 	hwm=${hwm%kB}
 	max=$(sed 's/kB$//' "$TR_DIR/rss" | sort -n | tail -n 1)
 	[ "$(wc -l <"$TR_DIR/rss")" -gt 0 ]
@@ -233,7 +229,7 @@ memory_bounded() {
 	# input is text (yes, unlisted, through a FIFO the caller opens), so
 	# that the head part of its output reaches the agent at once: a
 	# binary stream would show nothing before it ends.
-	listener=$(listener_pid)
+	listener=$(tr_listener_pid)
 	: >"$TR_DIR/rss"
 	rm -f "$TR_DIR/flood.out" "$TR_DIR/flood"
 	mkfifo -m 644 "$TR_DIR/flood"

@@ -16,13 +16,9 @@ teardown_file() {
 	tr_stop
 }
 
-listener_pid() {
-	pgrep -P "$(tr_daemon_pid)" -x toolrund-listen
-}
-
 # A listener other than OLD serves; its pid in NEW_LISTENER.
 new_listener_serving() {
-	NEW_LISTENER=$(listener_pid)
+	NEW_LISTENER=$(tr_listener_pid)
 	[ -n "$NEW_LISTENER" ] && [ "$NEW_LISTENER" != "$1" ] && "$TR_CLI" ping >/dev/null 2>&1
 }
 
@@ -43,7 +39,7 @@ can_inject() {
 attempt() {
 	local call=$1 nr=$2 old new
 	can_inject
-	old=$(listener_pid)
+	old=$(tr_listener_pid)
 	[ "$(wc -w <<<"$old")" -eq 1 ]
 	run "$INJECT" "$old" "$call"
 	[ "$status" -ne 77 ] || skip "inject-syscall does not support this architecture"
@@ -106,12 +102,12 @@ attempt() {
 	# deaths above are the filter's doing, not the injection's.
 	local old
 	can_inject
-	old=$(listener_pid)
+	old=$(tr_listener_pid)
 	run "$INJECT" "$old" sched_yield
 	[ "$status" -ne 77 ] || skip "inject-syscall does not support this architecture"
 	[ "$status" -eq 0 ]
 	run tr_bash 'cat /etc/hostname'
 	[ "$output" = "$(cat /etc/hostname)" ]
-	[ "$(listener_pid)" = "$old" ]
+	[ "$(tr_listener_pid)" = "$old" ]
 	! grep -q "listener (pid $old) was killed" "$TR_DIR/daemon.log"
 }

@@ -31,10 +31,6 @@ setup() {
 	file_skipped
 }
 
-listener_pid() {
-	children_named "$(tr_daemon_pid)" toolrund-listen
-}
-
 launcher_pid() {
 	children_named "$(tr_daemon_pid)" toolrund-launch
 }
@@ -128,7 +124,7 @@ program_of() {
 
 @test "04-signals: neither a program nor the caller itself can signal the daemon's processes" {
 	local pid n
-	for pid in "$(tr_daemon_pid)" "$(listener_pid)" "$(launcher_pid)"; do
+	for pid in "$(tr_daemon_pid)" "$(tr_listener_pid)" "$(launcher_pid)"; do
 		[ -n "$pid" ]
 		# Through toolrun (bash is listed), and from the caller's own shell.
 		n=$(tr_job_count)
@@ -148,7 +144,7 @@ program_of() {
 
 @test "05-proc: the daemon's memory and environment are closed to its callers and to its own user" {
 	local pid user
-	for pid in "$(tr_daemon_pid)" "$(listener_pid)" "$(launcher_pid)"; do
+	for pid in "$(tr_daemon_pid)" "$(tr_listener_pid)" "$(launcher_pid)"; do
 		for user in "$TR_CALLER" nobody; do
 			run setpriv --reuid="$(id -u "$user")" --regid="$(id -g "$user")" --clear-groups \
 				head -c 16 "/proc/$pid/mem"

@@ -6,11 +6,12 @@
  *               directory (/dev/null at 3, 4, ...) and both streams
  *               shaped: the listener adds a pipe for each
  *   argv N      PROGRAM followed by N empty arguments: 2 bytes each on
- *               the wire, some 50 to decode
- *   filtered N  the same, with one environment variable named *TOKEN*
- *               that fills the frame to 8 MiB: the request is within its
- *               size's bound, but the order the listener would send the
- *               launcher (without the variable) is not within its own
+ *               the wire, 9 as execve counts them (a NUL, a pointer)
+ *   edge N      an agent command: PROGRAM followed by N empty arguments
+ *               and one variable that make argv and envp exactly the most
+ *               any execve takes (FRAME_MAX_EXEC_BYTES): the request is
+ *               within it, the order the listener would send the launcher
+ *               (with the variables it adds for a command) is not
  *
  * Prints one line per message ("hello", "started", "output N bytes",
  * "exit CODE: reason", "error CODE: text"), then "closed", or "open" if
@@ -137,7 +138,7 @@ static int *open_fds(unsigned n, uint32_t **targets)
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
-		fprintf(stderr, "usage: heavy-request SOCKET fds|argv|filtered N PROGRAM [ARG]\n");
+		fprintf(stderr, "usage: heavy-request SOCKET fds|argv|edge N PROGRAM [ARG]\n");
 		return 2;
 	}
 	const char *what = argv[2];
@@ -165,18 +166,20 @@ int main(int argc, char **argv)
 	r.n_fds = many_fds ? n : 0;
 	r.fds = targets;
 	r.shape_stdout = r.shape_stderr = true;
-	if (strcmp(what, "filtered") == 0) {
-		/* The frame's room, less argv and a little for the rest. */
-		size_t room = FRAME_MAX_CLIENT_PAYLOAD - 2 * nargv - 4096;
+	if (strcmp(what, "edge") == 0) {
+		/* What execve takes, less what argv takes of it. */
+		size_t room = FRAME_MAX_EXEC_BYTES - FRAME_EXEC_COST(args[0].len) -
+			      n * FRAME_EXEC_COST(0) - FRAME_EXEC_COST(0);
 		var = malloc(room + 1);
 		if (!var)
 			die("malloc");
 		memset(var, 'x', room);
-		memcpy(var, "HEAVY_TOKEN=", 12);
+		memcpy(var, "HEAVY=", 6);
 		var[room] = '\0';
 		env = text(var);
 		r.n_envp = 1;
 		r.envp = &env;
+		r.command = true;
 	} else if (!many_fds && strcmp(what, "argv") != 0) {
 		fprintf(stderr, "heavy-request: no case %s\n", what);
 		return 2;

@@ -1034,24 +1034,85 @@ static void test_environment_loader_variables_follow_the_filters(void **state)
 	assert_ptr_equal(r->env[1].data, loader_vars[9].data);
 }
 
-/* An agent command is the agent's own shell: nothing is filtered there. */
-static void test_environment_of_a_command_is_its_envp(void **state)
+/* policy_environment() for an agent command, with the limits its job
+ * has (policy_command_limits: no filter of its own). */
+static const struct env_result *command_environment(const ProtobufCBinaryData *envp, size_t n)
+{
+	Toolrun__Request req = TOOLRUN__REQUEST__INIT;
+	struct limits lim = policy_command_limits(&cfg);
+	req.command = true;
+	req.envp = (ProtobufCBinaryData *)envp;
+	req.n_envp = n;
+	env_free();
+	assert_int_equal(policy_environment(&req, &cfg, &lim, NULL, 0, &held.env, &held.n), 0);
+	assert_true(held.n <= n);
+	return &held;
+}
+
+/* An agent command stands for the agent's own shell: the global env_deny
+ * drops what looks like a secret, as for a tool; toolrun's variables stay,
+ * and it is not marked nested. */
+static void test_environment_of_a_command_drops_secrets(void **state)
 {
 	(void)state;
+	const ProtobufCBinaryData envp[] = {
+		BIN("API_TOKEN=a"), BIN("PLAIN=c"), BIN("MY_SECRET=b"),
+		BIN("LD_PRELOAD=" OURS), BIN("TOOLRUN_AGENT_STDOUT=1:2"), BIN("TOOLRUN_API_KEY=k"),
+	};
+	const struct env_result *r = command_environment(envp, 6);
+	assert_int_equal(r->n, 3);
+	assert_ptr_equal(r->env[0].data, envp[1].data);
+	assert_ptr_equal(r->env[1].data, envp[3].data);
+	assert_ptr_equal(r->env[2].data, envp[4].data);
+}
+
+/* With env_allow, a command keeps toolrun's variables, and of LD_PRELOAD
+ * toolrun's library alone, so that what it runs is still intercepted. */
+static void test_environment_of_a_command_keeps_toolrun_under_env_allow(void **state)
+{
+	(void)state;
+	static const char want[] = "LD_PRELOAD=" OURS;
 	use_config("tools = cat\nenv_allow = PATH\n");
 	const ProtobufCBinaryData envp[] = {
 		BIN("LD_PRELOAD=/tmp/evil.so:" OURS), BIN("TOOLRUN_CONFIG=/c"), BIN("LD_AUDIT=/a"),
+		BIN("PATH=/bin"), BIN("HOME=/h"),
 	};
-	Toolrun__Request req = TOOLRUN__REQUEST__INIT;
-	req.command = true;
-	req.envp = (ProtobufCBinaryData *)envp;
-	req.n_envp = 3;
-	env_free();
-	assert_int_equal(policy_environment(&req, &cfg, &cfg.defaults, NULL, 0,
-					    &held.env, &held.n), 0);
-	assert_int_equal(held.n, 3);
-	for (size_t i = 0; i < 3; i++)
-		assert_ptr_equal(held.env[i].data, envp[i].data);
+	const struct env_result *r = command_environment(envp, 5);
+	assert_int_equal(r->n, 3);
+	assert_true(bin_equal(&r->env[0], want, sizeof(want) - 1));
+	assert_ptr_equal(r->env[1].data, envp[1].data);
+	assert_ptr_equal(r->env[2].data, envp[3].data);
+}
+
+/* A tool's section is not the command's rule: the global one is. */
+static void test_environment_of_a_command_ignores_tool_sections(void **state)
+{
+	(void)state;
+	use_config("tools = cat\nenv_deny = *PASSWORD*\n[tool.cat]\nenv_deny = *\n");
+	const ProtobufCBinaryData envp[] = {
+		BIN("MY_SECRET=b"), BIN("DB_PASSWORD=p"), BIN("API_TOKEN=a"),
+	};
+	const struct env_result *r = command_environment(envp, 3);
+	assert_int_equal(r->n, 2);
+	assert_ptr_equal(r->env[0].data, envp[0].data);
+	assert_ptr_equal(r->env[1].data, envp[2].data);
+}
+
+/* What a session's shell keeps of its client's variables: the same rule. */
+static void test_shell_env_keeps_follows_the_global_filters(void **state)
+{
+	(void)state;
+	const ProtobufCBinaryData token = BIN("API_TOKEN=a"), plain = BIN("PLAIN=c"),
+				  session = BIN("TOOLRUN_SESSION=x"), theirs = BIN("TOOLRUN_KEY=k");
+	assert_false(policy_shell_env_keeps(&cfg, &token));
+	assert_true(policy_shell_env_keeps(&cfg, &plain));
+	assert_true(policy_shell_env_keeps(&cfg, &session));
+	assert_false(policy_shell_env_keeps(&cfg, &theirs));
+	use_config("tools = cat\nenv_deny = *PASSWORD*\n");
+	assert_true(policy_shell_env_keeps(&cfg, &token));
+	use_config("tools = cat\nenv_allow = HOME\n");
+	assert_false(policy_shell_env_keeps(&cfg, &plain));
+	assert_true(policy_shell_env_keeps(&cfg, &session));
 }
 
 static void test_env_matches_names_only_never_values(void **state)
@@ -1156,7 +1217,10 @@ int main(void)
 		T(test_environment_allowed_ld_preload_passes_whole),
 		T(test_environment_loader_variables_pass_by_default),
 		T(test_environment_loader_variables_follow_the_filters),
-		T(test_environment_of_a_command_is_its_envp),
+		T(test_environment_of_a_command_drops_secrets),
+		T(test_environment_of_a_command_keeps_toolrun_under_env_allow),
+		T(test_environment_of_a_command_ignores_tool_sections),
+		T(test_shell_env_keeps_follows_the_global_filters),
 		T(test_env_matches_names_only_never_values),
 		T(test_front_record_limits),
 	};

@@ -138,21 +138,25 @@ static pid_t new_session(void *arg)
 	return getpid();
 }
 
-/* In a new session: a child that moves to its own process group, as a
- * shell's background job does; reports that child's pid. */
-static pid_t session_with_other_group(void *arg)
+/* In a new session: a child that leaves the session's process group,
+ * for a group of its own (as a shell's background job does) or, with
+ * leave_session, for a session of its own (as `setsid -f` or a daemon
+ * does); reports that child's pid once it has moved. */
+static pid_t session_with_mover(bool leave_session)
 {
 	int ready[2];
-	(void)arg;
 
 	setsid();
 	if (pipe(ready) < 0)
 		_exit(1);
 	pid_t pid = fork();
 	if (pid == 0) {
-		setpgid(0, 0);
+		if (leave_session)
+			setsid();
+		else
+			setpgid(0, 0);
 		close(ready[0]);
-		close(ready[1]); /* ready: in its own group */
+		close(ready[1]); /* ready: it has moved */
 		for (;;)
 			pause();
 	}
@@ -161,27 +165,16 @@ static pid_t session_with_other_group(void *arg)
 	return pid;
 }
 
-/* In a new session: a child that leaves it (setsid, as `setsid -f` or a
- * daemon does); reports that child's pid. */
+static pid_t session_with_other_group(void *arg)
+{
+	(void)arg;
+	return session_with_mover(false);
+}
+
 static pid_t session_with_escapee(void *arg)
 {
-	int ready[2];
 	(void)arg;
-
-	setsid();
-	if (pipe(ready) < 0)
-		_exit(1);
-	pid_t pid = fork();
-	if (pid == 0) {
-		setsid();
-		close(ready[0]);
-		close(ready[1]);
-		for (;;)
-			pause();
-	}
-	close(ready[1]);
-	wait_for_eof(ready[0]);
-	return pid;
+	return session_with_mover(true);
 }
 
 static void test_tree_kill_reaches_other_process_groups(void **state)

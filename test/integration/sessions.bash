@@ -1,0 +1,33 @@
+# Shared by the session tests (24-sessions, 28-session-channel,
+# 29-session-limits): the CLI, JSON fields of its answers, a new session.
+# Loaded after helpers.bash.
+
+PY=$(command -v /usr/bin/python3 || command -v python3)
+
+# session ARGS...: `toolrun session ARGS...`.
+session() {
+	"$TR_CLI" session "$@"
+}
+
+# jf FIELD [JSON]: a field of a JSON object (by default $output), dotted
+# for a nested one (a.0.b): a string as it is, anything else as JSON
+# (null, 0, true...).
+jf() {
+	"$PY" -c '
+import json, sys
+v = json.loads(sys.argv[2])
+for k in sys.argv[1].split("."):
+    v = v[int(k)] if isinstance(v, list) else v.get(k)
+sys.stdout.write(v if isinstance(v, str) else json.dumps(v))
+' "$1" "${2-$output}"
+}
+
+# new_session [OPTIONS]: a new session's id in $sid, its bash in $spid.
+new_session() {
+	local out
+	out=$(session new --json "$@")
+	sid=$(jf session "$out")
+	spid=$(jf pid "$out")
+	[[ "$sid" =~ ^[0-9a-f]{8}$ ]]
+	[ "$spid" -gt 1 ]
+}
