@@ -532,6 +532,7 @@ void mcp_tools_end(struct mcp_tools *T)
 	if (T->own_session && T->session[0] && !T->keep_sessions)
 		mcp_side_call(T, T->session, TOOLRUN__SESSION_OP__SESSION_OP_CLOSE);
 	T->own_session = false;
+	mcp_exec_end(T, T->keep_sessions);
 }
 
 /* ------------------------------------------------------------------ */
@@ -737,12 +738,12 @@ static const struct mcp_tool tools[] = {
 	 "{\"type\":\"object\",\"required\":[\"command\"],\"properties\":{"
 	 "\"command\":{\"type\":\"string\",\"description\":\"bash source, as typed at a prompt\"},"
 	 SESSION_ARG "," TIMEOUT_ARG("30") "}}",
-	 COMMAND_OUTPUT, tool_bash},
+	 COMMAND_OUTPUT, tool_bash, MCP_SET_TOOLRUN},
 	{"bash_output", "Wait for more output",
 	 "Wait up to `timeout` seconds for more output of the command running in the session, and "
 	 "return it (only what came since the last call) with the command's state.",
 	 "{\"type\":\"object\",\"properties\":{" SESSION_ARG "," TIMEOUT_ARG("10") "}}",
-	 COMMAND_OUTPUT, tool_bash_output},
+	 COMMAND_OUTPUT, tool_bash_output, MCP_SET_TOOLRUN},
 	{"bash_input", "Send input to the command",
 	 "Send text to the standard input of the command running in the session (a newline is "
 	 "added unless `newline` is false), then return its output and state. `eof` closes the "
@@ -753,12 +754,12 @@ static const struct mcp_tool tools[] = {
 	 "\"newline\":{\"type\":\"boolean\",\"description\":\"add a newline (default true)\"},"
 	 "\"eof\":{\"type\":\"boolean\",\"description\":\"then close the command's input\"},"
 	 SESSION_ARG "," TIMEOUT_ARG("1") "}}",
-	 COMMAND_OUTPUT, tool_bash_input},
+	 COMMAND_OUTPUT, tool_bash_input, MCP_SET_TOOLRUN},
 	{"bash_interrupt", "Interrupt the command",
 	 "Interrupt the command running in the session, as Ctrl-C does: the command ends, the "
 	 "session and its state live on.",
 	 "{\"type\":\"object\",\"properties\":{" SESSION_ARG "," TIMEOUT_ARG("1") "}}",
-	 COMMAND_OUTPUT, tool_bash_interrupt},
+	 COMMAND_OUTPUT, tool_bash_interrupt, MCP_SET_TOOLRUN},
 	{"bash_kill", "Kill the command",
 	 "Kill the command running in the session when bash_interrupt does not stop it: the "
 	 "signal (default SIGKILL) goes to every process the command started, wherever it went; "
@@ -770,7 +771,7 @@ static const struct mcp_tool tools[] = {
 	 "\"signal\":{\"type\":[\"string\",\"integer\"],\"description\":\"The signal to send: a "
 	 "name (TERM, SIGTERM) or a number from 1 to 64 (default KILL)\"},"
 	 SESSION_ARG "," TIMEOUT_ARG("1") "}}",
-	 COMMAND_OUTPUT, tool_bash_kill},
+	 COMMAND_OUTPUT, tool_bash_kill, MCP_SET_TOOLRUN},
 	{"read_file", "Read a file",
 	 "Read a text file's lines, numbered, within the output budget: `offset` is the first line "
 	 "(from 1), `limit` how many; with `from_end`, `offset` counts from the end. Gives the total "
@@ -785,7 +786,7 @@ static const struct mcp_tool tools[] = {
 	 "\"total_lines\":{\"type\":\"integer\"},\"first_line\":{\"type\":\"integer\"},"
 	 "\"last_line\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\"},"
 	 "\"binary\":{\"type\":\"boolean\"},\"text\":{\"type\":\"string\"}}}",
-	 tool_read_file},
+	 tool_read_file, MCP_SET_ALL},
 	{"write_file", "Write a file",
 	 "Create or replace a file with `content`, atomically (a temporary file renamed over it); "
 	 "an existing file keeps its mode. The directory must exist.",
@@ -794,7 +795,7 @@ static const struct mcp_tool tools[] = {
 	 "{\"type\":\"object\",\"required\":[\"path\",\"bytes\"],\"properties\":{"
 	 "\"path\":{\"type\":\"string\"},\"created\":{\"type\":\"boolean\"},"
 	 "\"bytes\":{\"type\":\"integer\"}}}",
-	 tool_write_file},
+	 tool_write_file, MCP_SET_ALL},
 	{"edit_file", "Edit a file",
 	 "Replace `old_string` by `new_string` in a file. `old_string` must occur exactly once: "
 	 "give more context around it when it occurs more often.",
@@ -804,7 +805,7 @@ static const struct mcp_tool tools[] = {
 	 "{\"type\":\"object\",\"required\":[\"path\",\"bytes\",\"replacements\"],\"properties\":{"
 	 "\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},"
 	 "\"replacements\":{\"type\":\"integer\"}}}",
-	 tool_edit_file},
+	 tool_edit_file, MCP_SET_ALL},
 	{"search", "Search the files",
 	 "Ranked full-text search (bm25) over the text files under the root, for plain words. "
 	 "Gives path, line and the matching line for each hit, best first.",
@@ -818,35 +819,72 @@ static const struct mcp_tool tools[] = {
 	 "\"path\":{\"type\":\"string\"},\"line\":{\"type\":\"integer\"},"
 	 "\"snippet\":{\"type\":\"string\"},\"score\":{\"type\":\"number\"}}}},"
 	 "\"files_indexed\":{\"type\":\"integer\"},\"files_updated\":{\"type\":\"integer\"}}}",
-	 tool_search},
+	 tool_search, MCP_SET_ALL},
 };
 
-struct json_object *mcp_tools_list(void)
+/* The tool at i of the whole table: exec_command and write_stdin first,
+ * then the rest; NULL past the end. */
+static const struct mcp_tool *tool_at(size_t i)
+{
+	if (i < mcp_exec_ntools)
+		return &mcp_exec_tools[i];
+	i -= mcp_exec_ntools;
+	return i < ARRAY_SIZE(tools) ? &tools[i] : NULL;
+}
+
+struct json_object *mcp_tools_list(const struct mcp_tools *T)
 {
 	struct json_object *a = json_object_new_array();
+	const struct mcp_tool *tool;
 
-	for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
+	for (size_t i = 0; (tool = tool_at(i)); i++) {
+		if (!(tool->sets & T->tool_sets))
+			continue;
 		struct json_object *t = json_object_new_object();
-		json_object_object_add(t, "name", json_object_new_string(tools[i].name));
-		json_object_object_add(t, "title", json_object_new_string(tools[i].title));
-		json_object_object_add(t, "description",
-				       json_object_new_string(tools[i].description));
-		json_object_object_add(t, "inputSchema", json_tokener_parse(tools[i].input));
-		json_object_object_add(t, "outputSchema", json_tokener_parse(tools[i].output));
+		json_object_object_add(t, "name", json_object_new_string(tool->name));
+		json_object_object_add(t, "title", json_object_new_string(tool->title));
+		json_object_object_add(t, "description", json_object_new_string(tool->description));
+		json_object_object_add(t, "inputSchema", json_tokener_parse(tool->input));
+		json_object_object_add(t, "outputSchema", json_tokener_parse(tool->output));
 		json_object_array_add(a, t);
 	}
 	return a;
 }
 
+const char *mcp_tools_instructions(const struct mcp_tools *T)
+{
+	switch (T->tool_sets) {
+	case MCP_SET_CODEX:
+		return "exec_command runs each command in a fresh bash inside the box, confined by "
+		       "toolrund; one that runs on gets a session_id for write_stdin. Output is "
+		       "bounded (head and tail kept, the whole in a spill file whose path the result "
+		       "gives). File tools take paths relative to the root and refuse paths outside "
+		       "it.";
+	case MCP_SET_ALL:
+		return "bash runs commands in a persistent bash session inside the box, exec_command "
+		       "each in a fresh one (write_stdin continues it), both confined by toolrund; "
+		       "output is bounded (head and tail kept, the whole in a spill file whose path "
+		       "the result gives). File tools take paths relative to the root and refuse "
+		       "paths outside it.";
+	default:
+		return "Commands run in a persistent bash session inside the box, confined by "
+		       "toolrund; their output is bounded (head and tail kept, the whole in a spill "
+		       "file whose path the result gives). File tools take paths relative to the "
+		       "root and refuse paths outside it.";
+	}
+}
+
 struct json_object *mcp_tools_call(struct mcp_tools *T, const char *name,
 				   struct json_object *args)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
-		if (strcmp(tools[i].name, name) == 0) {
+	const struct mcp_tool *tool;
+
+	for (size_t i = 0; (tool = tool_at(i)); i++)
+		if ((tool->sets & T->tool_sets) && strcmp(tool->name, name) == 0) {
 			if (args && !json_object_is_type(args, json_type_object))
 				return mcp_bad_arguments(name, "arguments must be an object");
 			struct json_object *empty = args ? NULL : json_object_new_object();
-			struct json_object *r = tools[i].run(T, args ? args : empty);
+			struct json_object *r = tool->run(T, args ? args : empty);
 			json_object_put(empty);
 			return r;
 		}
@@ -859,7 +897,8 @@ int mcp_tools_init(struct mcp_tools *T, const struct config *cfg, const struct m
 	char here[PATH_MAX];
 	const char *root = o->root;
 
-	*T = (struct mcp_tools){.cfg = cfg, .conn.fd = -1, .paths.root_fd = -1};
+	*T = (struct mcp_tools){.cfg = cfg, .conn.fd = -1, .paths.root_fd = -1,
+				.tool_sets = o->tool_sets ? o->tool_sets : MCP_SET_TOOLRUN};
 	if (!root && !(root = getcwd(here, sizeof(here))))
 		return front_fail(e, FRONT_EXECUTION, "NO_ROOT",
 				  "the working directory cannot be named: %s; give --root",
