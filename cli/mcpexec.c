@@ -7,6 +7,9 @@
  */
 #include "mcpexec.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,14 +37,14 @@
 /* From this many tokens on, max_output_tokens cuts nothing a reply
  * could carry (it holds at most 48 KiB of a stream per part, 256 parts). */
 #define MAX_OUTPUT_TOKENS 1e9
-/* Room for the cut clauses of two streams, each naming a spill file. */
-#define TOKEN_CLAUSES_MAX (2 * CONFIG_PATH_MAX + 1024)
+/* Room for the cut clauses of two streams, each naming a file. */
+#define TOKEN_CLAUSES_MAX (2 * (PATH_MAX + 512))
 
 #define MAX_OUTPUT_TOKENS_ARG                                                                \
 	"\"max_output_tokens\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"At most " \
 	"this many tokens of output in the result, counted as 4 bytes each: the middle of a " \
-	"longer output is left out at a marker. It only lowers the server's own budget (the " \
-	"default)\"}"
+	"longer output is left out at a marker that names the file holding it. It only " \
+	"lowers the server's own budget (the default)\"}"
 
 #define EXEC_OUTPUT                                                                          \
 	"{\"type\":\"object\",\"required\":[\"session_id\",\"state\",\"stdout\",\"stderr\"," \
@@ -61,6 +64,8 @@
 	"\"wall_time_ms\":{\"type\":\"integer\"},"                                           \
 	"\"token_dropped_bytes\":{\"type\":\"integer\"},"                                    \
 	"\"original_token_count\":" MCP_NULLABLE("integer") ","                              \
+	"\"stdout_token_spill\":" MCP_NULLABLE("string") ","                                 \
+	"\"stderr_token_spill\":" MCP_NULLABLE("string") ","                                 \
 	"\"toolrun_session\":{\"type\":\"string\"},\"tty\":{\"type\":\"boolean\"}}}"
 
 /* ------------------------------------------------------------------ */
@@ -99,14 +104,6 @@ static void exec_remove(struct mcp_exec_sessions *t, const struct mcp_exec_sessi
 	t->n--;
 }
 
-void mcp_exec_end(struct mcp_tools *T, bool keep)
-{
-	for (size_t i = 0; i < T->exec.n && !keep; i++)
-		mcp_side_call(T, T->exec.s[i].session, TOOLRUN__SESSION_OP__SESSION_OP_CLOSE);
-	free(T->exec.s);
-	T->exec = (struct mcp_exec_sessions){.last_id = T->exec.last_id};
-}
-
 /* ------------------------------------------------------------------ */
 /* max_output_tokens                                                   */
 
@@ -115,6 +112,9 @@ struct token_cut {
 	uint64_t seen;    /* bytes of stdout and stderr before */
 	uint64_t dropped; /* bytes left out */
 	struct front_buf out, err; /* the streams as cut, when cut */
+	/* Per stream (stdout, stderr): the file that holds what was left
+	 * out, "" when nothing was or it could not be written. */
+	char spill[2][PATH_MAX];
 	char clauses[TOKEN_CLAUSES_MAX]; /* for the last line: "" or "stdout bytes ..." */
 };
 
@@ -145,68 +145,120 @@ static size_t tail_start(const char *s, size_t len, size_t t)
 	return p;
 }
 
-/* Where the bytes left out of a stream are, or why they are nowhere. */
-static void token_cut_where(struct sbuf *sb, const char *name, const Toolrun__SessionReply *r,
-			    const Toolrun__StreamStats *st)
+/* Make the server's spill directory, once: private (mkdtemp, 0700), in
+ * ${TMPDIR:-/tmp}. 0, or -errno with why. */
+static int token_spill_dir(struct mcp_exec_sessions *t, char *why, size_t len)
 {
-	bool ended = r->state == TOOLRUN__SESSION_STATE__SESSION_STATE_DONE ||
-		     r->state == TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED;
+	const char *tmp = getenv("TMPDIR");
 
-	if (st && st->spill_path && st->spill_path[0] && st->bytes_dropped) {
-		/* The clause of toolrund's cut, before this one, names it. */
-		sbuf_add(sb, "they are in its spill file, named above");
-	} else if (st && st->spill_path && st->spill_path[0]) {
-		sbuf_add(sb, "the whole ");
-		sbuf_add(sb, name);
-		sbuf_add(sb, " is in ");
-		sbuf_add(sb, st->spill_path);
-	} else if (ended) {
-		sbuf_add(sb, "not kept: rerun with a larger max_output_tokens, or send the output "
-			     "to a file");
-	} else {
-		sbuf_add(sb, "kept only if the whole stream goes over the server's budget too (its "
-			     "spill file is named when the command ends)");
+	if (t->spill_dir[0])
+		return 0;
+	if (!tmp || tmp[0] != '/')
+		tmp = "/tmp";
+	int n = snprintf(t->spill_dir, sizeof(t->spill_dir), "%s/toolrun-mcp-XXXXXX", tmp);
+	if (n < 0 || (size_t)n >= sizeof(t->spill_dir) || !mkdtemp(t->spill_dir)) {
+		int err = n < 0 || (size_t)n >= sizeof(t->spill_dir) ? ENAMETOOLONG : errno;
+		snprintf(why, len, "cannot make %s/toolrun-mcp-XXXXXX: %s", tmp, errno_text(err));
+		t->spill_dir[0] = 0;
+		return -err;
 	}
+	return 0;
+}
+
+/* Keep the whole of a stream of this result, which toolrund kept
+ * nowhere, in a new file of the server's spill directory: its path in
+ * path, or "" with why. */
+static void token_spill_write(struct mcp_exec_sessions *t, int id, const char *name,
+			      const ProtobufCBinaryData *b, char *path, size_t plen, char *why,
+			      size_t wlen)
+{
+	path[0] = 0;
+	if (token_spill_dir(t, why, wlen) < 0)
+		return;
+	char file[PATH_MAX];
+	int n = snprintf(file, sizeof(file), "%s/%u-session%d-%s.log", t->spill_dir,
+			 ++t->spills, id, name);
+	if (n < 0 || (size_t)n >= sizeof(file)) {
+		snprintf(why, wlen, "cannot name a file in %s: %s", t->spill_dir,
+			 errno_text(ENAMETOOLONG));
+		return;
+	}
+	int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int err = fd < 0 ? errno : write_all(fd, b->data, b->len) < 0 ? errno : 0;
+	if (fd >= 0 && close(fd) < 0 && !err)
+		err = errno;
+	if (err) {
+		snprintf(why, wlen, "cannot write %s: %s", file, errno_text(err));
+		if (fd >= 0)
+			unlink(file);
+		return;
+	}
+	snprintf(path, plen, "%s", file);
+}
+
+/* Where the bytes max_output_tokens left out of a stream are, said for
+ * the marker and the last line, and that place in spill: toolrund's
+ * spill file, when it names one (it holds the whole stream), or a file
+ * of the server's own that holds this result's stream whole. */
+static void token_cut_where(struct mcp_exec_sessions *t, int id, const char *name,
+			    const Toolrun__StreamStats *st, const ProtobufCBinaryData *b,
+			    char *spill, char *where, size_t len)
+{
+	char why[PATH_MAX + 128];
+
+	if (st && st->spill_path && st->spill_path[0] && !st->spill_partial) {
+		snprintf(spill, PATH_MAX, "%s", st->spill_path);
+		snprintf(where, len, "the whole %s is in %s", name, spill);
+		return;
+	}
+	token_spill_write(t, id, name, b, spill, PATH_MAX, why, sizeof(why));
+	if (spill[0])
+		snprintf(where, len, "the whole %s of this result is in %s", name, spill);
+	else
+		snprintf(where, len, "not kept (%s)", why);
 }
 
 /* Cut stream *b to keep bytes: its head and its tail around one marker
- * line, in into; *b then points at into, and a clause for the last line
- * goes to sb. */
-static void cut_stream(struct token_cut *c, struct sbuf *sb, const char *name,
-		       const Toolrun__SessionReply *r, const Toolrun__StreamStats *st,
-		       ProtobufCBinaryData *b, size_t keep, struct front_buf *into)
+ * line that says what was left out and where it is, in into; *b then
+ * points at into, and a clause for the last line goes to sb. */
+static void cut_stream(struct mcp_exec_sessions *t, int id, struct token_cut *c,
+		       struct sbuf *sb, const char *name, const Toolrun__StreamStats *st,
+		       ProtobufCBinaryData *b, size_t keep, struct front_buf *into, char *spill)
 {
 	const char *s = (const char *)b->data;
 	size_t head = head_end(s, keep - keep / 2), tail = tail_start(s, b->len, keep / 2);
-	char marker[128];
+	char where[2 * PATH_MAX], range[128], left[128];
 
+	token_cut_where(t, id, name, st, b, spill, where, sizeof(where));
+	snprintf(range, sizeof(range), "bytes %zu-%zu of the %zu in this result", head + 1, tail,
+		 (size_t)b->len);
 	front_buf_add(into, s, head);
 	if (head && s[head - 1] != '\n')
 		front_buf_add(into, "\n", 1);
-	snprintf(marker, sizeof(marker), "...[max_output_tokens left out %zu bytes of %s here]\n",
+	snprintf(left, sizeof(left), "...[max_output_tokens left out %zu bytes of %s here: ",
 		 tail - head, name);
-	front_buf_add(into, marker, strlen(marker));
+	front_buf_add(into, left, strlen(left));
+	front_buf_add(into, range, strlen(range));
+	front_buf_add(into, "; ", 2);
+	front_buf_add(into, where, strlen(where));
+	front_buf_add(into, "]\n", 2);
 	front_buf_add(into, s + tail, b->len - tail);
 	c->dropped += tail - head;
 	if (sb->len)
 		sbuf_add(sb, ". And ");
 	sbuf_add(sb, name);
-	sbuf_add(sb, " bytes ");
-	sbuf_add_u64(sb, head + 1);
-	sbuf_addc(sb, '-');
-	sbuf_add_u64(sb, tail);
-	sbuf_add(sb, " of the ");
-	sbuf_add_u64(sb, b->len);
-	sbuf_add(sb, " in this result, for max_output_tokens (at the marker above); ");
-	token_cut_where(sb, name, r, st);
+	sbuf_addc(sb, ' ');
+	sbuf_add(sb, range);
+	sbuf_add(sb, ", for max_output_tokens (at the marker above); ");
+	sbuf_add(sb, where);
 	*b = (ProtobufCBinaryData){into->len, (uint8_t *)into->p};
 }
 
 /* Cut the output of view (a copy of the reply) to budget bytes in all, a
  * stream that needs less than half of it leaving the rest to the other.
  * toolrund's cut, its marker and its spill file stay as they are. */
-static void cut_for_tokens(Toolrun__SessionReply *view, size_t budget, bool tty,
-			   struct token_cut *c)
+static void cut_for_tokens(struct mcp_exec_sessions *t, const struct mcp_exec_session *x,
+			   Toolrun__SessionReply *view, size_t budget, struct token_cut *c)
 {
 	size_t out = view->stdout.len, err = view->stderr.len, half = budget / 2;
 	size_t keep_out = budget - half, keep_err = half;
@@ -225,11 +277,39 @@ static void cut_for_tokens(Toolrun__SessionReply *view, size_t budget, bool tty,
 	}
 	/* A terminal's one stream is "output", as toolrund's marker says. */
 	if (out > keep_out)
-		cut_stream(c, &sb, tty ? "output" : "stdout", view, e ? e->stdout_stats : NULL,
-			   &view->stdout, keep_out, &c->out);
+		cut_stream(t, x->id, c, &sb, x->tty ? "output" : "stdout",
+			   e ? e->stdout_stats : NULL, &view->stdout, keep_out, &c->out,
+			   c->spill[0]);
 	if (err > keep_err)
-		cut_stream(c, &sb, "stderr", view, e ? e->stderr_stats : NULL, &view->stderr,
-			   keep_err, &c->err);
+		cut_stream(t, x->id, c, &sb, "stderr", e ? e->stderr_stats : NULL, &view->stderr,
+			   keep_err, &c->err, c->spill[1]);
+}
+
+/* Remove the server's spill directory and its files. */
+static void token_spill_remove(struct mcp_exec_sessions *t)
+{
+	DIR *d = t->spill_dir[0] ? opendir(t->spill_dir) : NULL;
+
+	for (struct dirent *e; d && (e = readdir(d));)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			unlinkat(dirfd(d), e->d_name, 0);
+	if (d) {
+		closedir(d);
+		rmdir(t->spill_dir);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* The server's end                                                    */
+
+void mcp_exec_end(struct mcp_tools *T, bool keep)
+{
+	for (size_t i = 0; i < T->exec.n && !keep; i++)
+		mcp_side_call(T, T->exec.s[i].session, TOOLRUN__SESSION_OP__SESSION_OP_CLOSE);
+	if (!keep)
+		token_spill_remove(&T->exec);
+	free(T->exec.s);
+	T->exec = (struct mcp_exec_sessions){.last_id = T->exec.last_id};
 }
 
 /* ------------------------------------------------------------------ */
@@ -291,6 +371,10 @@ static struct json_object *exec_json(const Toolrun__SessionReply *view,
 			       c->dropped ? json_object_new_uint64((c->seen + BYTES_PER_TOKEN - 1) /
 								   BYTES_PER_TOKEN)
 					  : NULL);
+	json_object_object_add(o, "stdout_token_spill",
+			       c->spill[0][0] ? json_object_new_string(c->spill[0]) : NULL);
+	json_object_object_add(o, "stderr_token_spill",
+			       c->spill[1][0] ? json_object_new_string(c->spill[1]) : NULL);
 	json_object_object_add(o, "toolrun_session", json_object_new_string(x->session));
 	json_object_object_add(o, "tty", json_object_new_boolean(x->tty));
 	return o;
@@ -334,7 +418,7 @@ static struct json_object *exec_result(struct mcp_tools *T, struct mcp_exec_sess
 		sess_answer_free(a);
 		return mcp_fail(FRONT_INTERNAL, "NO_MEMORY", "out of memory");
 	}
-	cut_for_tokens(&view, budget, was.tty, c);
+	cut_for_tokens(&T->exec, &was, &view, budget, c);
 	exec_status(&view, was.id, status, sizeof(status));
 	char *text = mcp_command_text(&view, status, c->clauses);
 	struct json_object *res =

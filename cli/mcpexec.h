@@ -10,6 +10,7 @@
 #ifndef TOOLRUN_CLI_MCPEXEC_H
 #define TOOLRUN_CLI_MCPEXEC_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -26,10 +27,15 @@ struct mcp_exec_sessions {
 	struct mcp_exec_session *s;
 	size_t n, cap;
 	int last_id; /* ids are never reused while the server runs */
+	/* Where max_output_tokens keeps what it left out that toolrund kept
+	 * nowhere: ${TMPDIR:-/tmp}/toolrun-mcp-XXXXXX, made on the first
+	 * such cut; "" until then. */
+	char spill_dir[PATH_MAX];
+	unsigned spills; /* files made in it, for their names */
 };
 
-/* The server ends: close the sessions still open (unless keep), free the
- * table. */
+/* The server ends: close the sessions still open and remove spill_dir
+ * (unless keep), free the table. */
 void mcp_exec_end(struct mcp_tools *T, bool keep);
 
 #endif

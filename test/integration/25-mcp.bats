@@ -208,7 +208,7 @@ for line in open(sys.argv[1], "rb"):
         print(sc["toolrun_session"]); break' "$1"
 }
 
-@test "25-mcp: at the end of its input the server closes the sessions exec_command left running" {
+@test "25-mcp: at the end of its input the server closes the sessions exec_command left running, unless --keep-sessions" {
 	rpc 1 exec_command '{"cmd":"sleep 300","yield_time_ms":0}' |
 		"$TR_CLI" mcp --root "$MCP_ROOT" --tools codex >"$TR_DIR/exec-eof.out"
 	local sid
@@ -219,6 +219,15 @@ for line in open(sys.argv[1], "rb"):
 	[ "$status" -eq 0 ]
 	[[ "$output" != *"$sid"* ]]
 	wait_for 20 eval '! session_processes_of "$sid"'
+	# --keep-sessions leaves it running, for toolrun session.
+	rpc 1 exec_command '{"cmd":"sleep 300","yield_time_ms":0}' |
+		"$TR_CLI" mcp --root "$MCP_ROOT" --tools codex --keep-sessions >"$TR_DIR/exec-keep.out"
+	sid=$(toolrun_session_of "$TR_DIR/exec-keep.out")
+	[[ "$sid" =~ ^[0-9a-f]{8}$ ]]
+	run listed_sessions
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"$sid"* ]]
+	"$TR_CLI" session close "$sid"
 }
 
 @test "25-mcp: --tools takes toolrun, codex or all" {

@@ -14,6 +14,7 @@
 // through this machine's file system: the root may be in a box.
 
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import Ajv from 'ajv';
@@ -843,13 +844,19 @@ scenarios['codex-prompt'] = async () => {
 };
 
 // Output over the budget: toolrund's cut fields and its spill file, whole
-// and readable; max_output_tokens lowers what the result shows.
+// and readable; max_output_tokens lowers what the result shows, its
+// marker naming where what it left out is: the server's own file when
+// toolrund kept nothing (removed when the server ends), toolrund's spill
+// file when it did.
 scenarios['codex-cut'] = async () => {
+	let ownSpill;
 	await withTools('codex', async (client) => {
 		let res = await call(client, 'exec_command', { cmd: 'seq 1 100000' });
 		let r = execIs('exec_command', res, 'done');
 		check(r.exit_code === 0 && r.stdout_dropped_lines > 0 && r.stdout_dropped_bytes > 0 && typeof r.stdout_spill === 'string',
 			'the cut fields: dropped lines and bytes, the spill file', r);
+		check(r.token_dropped_bytes === 0 && r.stdout_token_spill === null && r.stderr_token_spill === null,
+			'without max_output_tokens nothing more is cut', r);
 		const marker = /\.\.\.\[toolrun cut \d+ lines \(\d+ bytes\) of stdout here: (lines \d+-\d+ of 100000);/.exec(r.stdout);
 		check(marker !== null, "toolrund's marker in stdout", short(r.stdout));
 		let last = textOf(res).split('\n').pop();
@@ -858,19 +865,38 @@ scenarios['codex-cut'] = async () => {
 		const spill = r.stdout_spill;
 		r = execIs('exec_command', await call(client, 'exec_command', { cmd: `wc -l < '${spill}'; tail -n 1 '${spill}'` }), 'done');
 		check(r.stdout === '100000\n100000\n', 'the spill file is readable and whole', r);
+
+		// Under toolrund's budget: only max_output_tokens cuts (50 tokens,
+		// 200 bytes), and the server keeps the result's stdout.
 		res = await call(client, 'exec_command', { cmd: 'seq 1 150', max_output_tokens: 50 });
 		r = execIs('exec_command', res, 'done');
-		check(r.stdout_dropped_bytes === 0 && r.token_dropped_bytes > 0 && r.original_token_count === Math.ceil(492 / 4),
-			'max_output_tokens cuts under the budget: token_dropped_bytes, original_token_count', r);
-		check(r.stdout.startsWith('1\n2\n') && r.stdout.endsWith('149\n150\n') &&
-			r.stdout.includes(`...[max_output_tokens left out ${r.token_dropped_bytes} bytes of stdout here]\n`),
-			'its head and tail kept around a marker', r.stdout);
-		check(r.stdout.length - r.stdout.split('\n').find((l) => l.startsWith('...[max_output_tokens')).length - 1 <= 200,
-			'50 tokens: at most 200 bytes of output', r.stdout);
+		check(r.stdout_dropped_bytes === 0 && r.stdout_spill === null && r.token_dropped_bytes > 0 &&
+			r.original_token_count === Math.ceil(492 / 4), 'max_output_tokens cuts under the budget: token_dropped_bytes, original_token_count', r);
+		ownSpill = r.stdout_token_spill;
+		check(typeof ownSpill === 'string' && ownSpill.startsWith('/') && r.stderr_token_spill === null,
+			'stdout_token_spill names the file that keeps it', r);
+		const lines = r.stdout.split('\n');
+		const m = lines.find((l) => l.startsWith('...[max_output_tokens'));
+		check(m === `...[max_output_tokens left out ${r.token_dropped_bytes} bytes of stdout here: ` +
+			`bytes ${m && /bytes (\d+)-/.exec(m)[1]}-${m && /-(\d+) of the/.exec(m)[1]} of the 492 in this result; ` +
+			`the whole stdout of this result is in ${ownSpill}]`, 'the marker says what was left out and where the whole is', m);
+		check(r.stdout.startsWith('1\n2\n') && r.stdout.endsWith('149\n150\n'), 'its head and tail kept around the marker', r.stdout);
+		check(r.stdout.length - m.length - 1 <= 200, '50 tokens: at most 200 bytes of output besides the marker', r.stdout);
 		last = textOf(res).split('\n').pop();
-		check(/^\[cut: stdout bytes \d+-\d+ of the 492 in this result, for max_output_tokens \(at the marker above\); not kept/.test(last),
-			'the last line says what max_output_tokens left out', last);
+		check(/^\[cut: stdout bytes \d+-\d+ of the 492 in this result, for max_output_tokens \(at the marker above\); the whole stdout of this result is in /.test(last) &&
+			last.endsWith(`${ownSpill}]`), 'the last line says what max_output_tokens left out and where it is', last);
+		r = execIs('exec_command', await call(client, 'exec_command', { cmd: `seq 1 150 | cmp - '${ownSpill}' && echo same` }), 'done');
+		check(r.stdout === 'same\n', "the server's file holds the result's stdout whole", r);
+
+		// Over toolrund's budget too: its spill file holds the whole stream.
+		res = await call(client, 'exec_command', { cmd: 'seq 1 100000', max_output_tokens: 30 });
+		r = execIs('exec_command', res, 'done');
+		check(r.stdout_dropped_bytes > 0 && r.token_dropped_bytes > 0 && r.stdout_token_spill === r.stdout_spill,
+			"cut twice: what max_output_tokens left out is in toolrund's spill file", r);
+		check(r.stdout.includes(`; the whole stdout is in ${r.stdout_spill}]\n`), "the marker names toolrund's spill file", r.stdout);
+		note(`cut twice: ${short(textOf(res).split('\n').pop(), 400)}`);
 	});
+	check(ownSpill && !existsSync(ownSpill), "the server's own file is removed when it ends", ownSpill);
 };
 
 // tty=true: a terminal; a prompt on it answered by write_stdin.
