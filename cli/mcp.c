@@ -12,7 +12,7 @@
  * requests wait their turn in a queue.
  *
  * At the end of input, and on SIGTERM, SIGHUP or SIGINT, the server
- * closes the session it made (unless --keep-sessions), so that a client
+ * closes the sessions it made (unless --keep-sessions), so that a client
  * that starts a server per task leaves no bash behind.
  */
 #include "mcp.h"
@@ -447,7 +447,8 @@ static int wait_call(void *server, struct mcp_tools *T, Toolrun__SessionCall *sc
 /* ------------------------------------------------------------------ */
 /* Methods                                                             */
 
-static struct json_object *initialize_result(struct json_object *params)
+static struct json_object *initialize_result(const struct mcp_tools *T,
+					     struct json_object *params)
 {
 	struct json_object *r = json_object_new_object(), *caps = json_object_new_object();
 	struct json_object *tools = json_object_new_object(), *info = json_object_new_object();
@@ -466,11 +467,8 @@ static struct json_object *initialize_result(struct json_object *params)
 	json_object_object_add(r, "protocolVersion", json_object_new_string(version));
 	json_object_object_add(r, "capabilities", caps);
 	json_object_object_add(r, "serverInfo", info);
-	json_object_object_add(r, "instructions", json_object_new_string(
-		"Commands run in a persistent bash session inside the box, confined by toolrund; "
-		"their output is bounded (head and tail kept, the whole in a spill file whose path "
-		"the result gives). File tools take paths relative to the root and refuse paths "
-		"outside it."));
+	json_object_object_add(r, "instructions",
+			       json_object_new_string(mcp_tools_instructions(T)));
 	return r;
 }
 
@@ -502,12 +500,12 @@ static void serve_request(struct mcp_server *S, const char *method, struct json_
 			  struct json_object *params)
 {
 	if (strcmp(method, "initialize") == 0) {
-		send_result(S, id, initialize_result(params));
+		send_result(S, id, initialize_result(&S->T, params));
 	} else if (strcmp(method, "ping") == 0) {
 		send_result(S, id, json_object_new_object());
 	} else if (strcmp(method, "tools/list") == 0) {
 		struct json_object *r = json_object_new_object();
-		json_object_object_add(r, "tools", mcp_tools_list());
+		json_object_object_add(r, "tools", mcp_tools_list(&S->T));
 		send_result(S, id, r);
 	} else if (strcmp(method, "tools/call") == 0) {
 		call_tool(S, id, params);
@@ -559,9 +557,27 @@ static void serve(struct mcp_server *S, const struct queued *q)
 static int usage(const char *why)
 {
 	fprintf(stderr, "toolrun mcp: %s\n"
-			"usage: toolrun mcp [--root DIR] [--session ID] [--keep-sessions] "
-			"[--extensions LIST] [--index FILE] [--embed-command CMD]\n", why);
+			"usage: toolrun mcp [--root DIR] [--tools toolrun|codex|all] [--session ID] "
+			"[--keep-sessions] [--extensions LIST] [--index FILE] [--embed-command CMD]\n",
+		why);
 	return 2;
+}
+
+/* --tools: toolrun's shell tools (bash, ...), Codex's (exec_command,
+ * write_stdin) or both; the file tools are in every set. */
+static bool parse_tool_sets(const char *v, unsigned *sets)
+{
+	static const struct {
+		const char *name;
+		unsigned sets;
+	} names[] = {{"toolrun", MCP_SET_TOOLRUN}, {"codex", MCP_SET_CODEX}, {"all", MCP_SET_ALL}};
+
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (strcmp(v, names[i].name) == 0) {
+			*sets = names[i].sets;
+			return true;
+		}
+	return false;
 }
 
 static int parse_options(int argc, char **argv, struct mcp_options *o)
@@ -570,6 +586,11 @@ static int parse_options(int argc, char **argv, struct mcp_options *o)
 		const char *a = argv[i];
 		if (strcmp(a, "--keep-sessions") == 0) {
 			o->keep_sessions = true;
+			continue;
+		}
+		if (strcmp(a, "--tools") == 0) {
+			if (i + 1 == argc || !parse_tool_sets(argv[++i], &o->tool_sets))
+				return usage("--tools takes toolrun, codex or all");
 			continue;
 		}
 		const char **slot = strcmp(a, "--root") == 0		? &o->root

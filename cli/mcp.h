@@ -9,7 +9,7 @@
 
 /* argv: the options after "mcp". Returns the exit status: 0 at the end
  * of input, 2 for a usage error or a root that cannot be used; on
- * SIGTERM, SIGHUP or SIGINT it closes its session and dies of that
+ * SIGTERM, SIGHUP or SIGINT it closes its sessions and dies of that
  * signal instead. */
 int mcp_main(const struct config *cfg, int argc, char **argv);
 

@@ -31,7 +31,6 @@ extern char **environ;
 	"\"Seconds to wait before answering while the command still runs (default " dflt     \
 	"); the command keeps running after it\"}"
 
-#define NULLABLE(t) "{\"type\":[\"" t "\",\"null\"]}"
 #define COMMAND_OUTPUT                                                                       \
 	"{\"type\":\"object\",\"required\":[\"session\",\"state\",\"stdout\",\"stderr\"],"       \
 	"\"properties\":{"                                                                   \
@@ -40,19 +39,14 @@ extern char **environ;
 	"\"idle\",\"closed\"]},"                                                             \
 	"\"command_number\":{\"type\":\"integer\"},"                                         \
 	"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"                 \
-	"\"exit_code\":" NULLABLE("integer") ",\"signal\":" NULLABLE("string") ","           \
-	"\"duration_ms\":" NULLABLE("integer") ","                                           \
+	"\"exit_code\":" MCP_NULLABLE("integer") ",\"signal\":" MCP_NULLABLE("string") ","   \
+	"\"duration_ms\":" MCP_NULLABLE("integer") ","                                       \
 	"\"stdout_dropped_bytes\":{\"type\":\"integer\"},"                                   \
 	"\"stdout_dropped_lines\":{\"type\":\"integer\"},"                                   \
-	"\"stdout_spill\":" NULLABLE("string") ","                                           \
+	"\"stdout_spill\":" MCP_NULLABLE("string") ","                                       \
 	"\"stderr_dropped_bytes\":{\"type\":\"integer\"},"                                   \
 	"\"stderr_dropped_lines\":{\"type\":\"integer\"},"                                   \
-	"\"stderr_spill\":" NULLABLE("string") ",\"message\":" NULLABLE("string") "}}"
-
-struct mcp_tool {
-	const char *name, *title, *description, *input, *output;
-	struct json_object *(*run)(struct mcp_tools *T, struct json_object *args);
-};
+	"\"stderr_spill\":" MCP_NULLABLE("string") ",\"message\":" MCP_NULLABLE("string") "}}"
 
 /* ------------------------------------------------------------------ */
 /* Results                                                             */
@@ -67,8 +61,7 @@ static struct json_object *text_block(const char *text)
 	return a;
 }
 
-/* isError with one line: "CATEGORY CODE: message". */
-static struct json_object *tool_error(const struct front_error *e)
+struct json_object *mcp_tool_error(const struct front_error *e)
 {
 	struct json_object *r = json_object_new_object();
 	char line[sizeof(e->message) + 64];
@@ -80,8 +73,7 @@ static struct json_object *tool_error(const struct front_error *e)
 	return r;
 }
 
-__attribute__((format(printf, 3, 4))) static struct json_object *
-fail(enum front_category c, const char *code, const char *fmt, ...)
+struct json_object *mcp_fail(enum front_category c, const char *code, const char *fmt, ...)
 {
 	struct front_error e = {.category = c};
 	va_list ap;
@@ -90,10 +82,10 @@ fail(enum front_category c, const char *code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(e.message, sizeof(e.message), fmt, ap);
 	va_end(ap);
-	return tool_error(&e);
+	return mcp_tool_error(&e);
 }
 
-static struct json_object *tool_result(struct json_object *structured, const char *text)
+struct json_object *mcp_tool_result(struct json_object *structured, const char *text)
 {
 	struct json_object *r = json_object_new_object();
 
@@ -106,8 +98,7 @@ static struct json_object *tool_result(struct json_object *structured, const cha
 /* ------------------------------------------------------------------ */
 /* Arguments                                                           */
 
-/* args[key] as a string: NULL when absent; *bad when of another type. */
-static const char *arg_string(struct json_object *args, const char *key, bool *bad)
+const char *mcp_arg_string(struct json_object *args, const char *key, bool *bad)
 {
 	struct json_object *v;
 
@@ -120,8 +111,7 @@ static const char *arg_string(struct json_object *args, const char *key, bool *b
 	return json_object_get_string(v);
 }
 
-/* args[key], a string, holds a NUL byte (JSON's \u0000). */
-static bool holds_nul(struct json_object *args, const char *key)
+bool mcp_holds_nul(struct json_object *args, const char *key)
 {
 	struct json_object *v;
 
@@ -129,14 +119,13 @@ static bool holds_nul(struct json_object *args, const char *key)
 	       strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v);
 }
 
-/* args[key] as a path: a string without NUL (JSON may hold \u0000,
- * which a C string would cut short). NULL and *e filled when bad. */
-static const char *arg_path(struct json_object *args, const char *key, bool *bad,
-			    struct front_error *e)
+/* JSON may hold \u0000, which a C string would cut short. */
+const char *mcp_arg_path(struct json_object *args, const char *key, bool *bad,
+			 struct front_error *e)
 {
 	struct json_object *v;
 
-	const char *p = arg_string(args, key, bad);
+	const char *p = mcp_arg_string(args, key, bad);
 	if (!p)
 		return NULL;
 	json_object_object_get_ex(args, key, &v);
@@ -145,7 +134,7 @@ static const char *arg_path(struct json_object *args, const char *key, bool *bad
 	return p;
 }
 
-static bool arg_bool(struct json_object *args, const char *key, bool dflt, bool *bad)
+bool mcp_arg_bool(struct json_object *args, const char *key, bool dflt, bool *bad)
 {
 	struct json_object *v;
 
@@ -158,9 +147,8 @@ static bool arg_bool(struct json_object *args, const char *key, bool dflt, bool 
 	return json_object_get_boolean(v);
 }
 
-/* A number in [0, max], or dflt when absent. */
-static double arg_number(struct json_object *args, const char *key, double dflt, double max,
-			 bool *bad)
+double mcp_arg_number(struct json_object *args, const char *key, double dflt, double max,
+		      bool *bad)
 {
 	struct json_object *v;
 
@@ -178,24 +166,24 @@ static double arg_number(struct json_object *args, const char *key, double dflt,
 	return d;
 }
 
-static struct json_object *bad_arguments(const char *tool, const char *what)
+struct json_object *mcp_bad_arguments(const char *tool, const char *what)
 {
-	return fail(FRONT_SYNTAX, "BAD_ARGUMENT", "%s: %s (tools/list gives the input schema)",
-		    tool, what);
+	return mcp_fail(FRONT_SYNTAX, "BAD_ARGUMENT", "%s: %s (tools/list gives the input schema)",
+			tool, what);
 }
 
 /* ------------------------------------------------------------------ */
 /* The session                                                         */
 
-static int ensure_connection(struct mcp_tools *T, char *why, size_t len)
+int mcp_connect(struct mcp_tools *T, char *why, size_t len)
 {
 	if (T->conn.fd >= 0)
 		return 0;
 	return sess_client_open(&T->conn, T->cfg, why, len);
 }
 
-/* A session of our own, in the root, with our environment. */
-static int new_session(struct mcp_tools *T, char *why, size_t len)
+int mcp_new_session(struct mcp_tools *T, int dir_fd, const char *dir, bool tty, char *id,
+		    char *why, size_t len)
 {
 	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
 	struct sess_answer a;
@@ -212,10 +200,11 @@ static int new_session(struct mcp_tools *T, char *why, size_t len)
 		env[i] = (ProtobufCBinaryData){strlen(environ[i]), (uint8_t *)environ[i]};
 	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_NEW;
 	sc.session = (char *)"";
-	sc.cwd = (ProtobufCBinaryData){strlen(T->paths.root), (uint8_t *)T->paths.root};
+	sc.cwd = (ProtobufCBinaryData){strlen(dir), (uint8_t *)dir};
 	sc.envp = env;
 	sc.n_envp = n;
-	int r = sess_client_call(&T->conn, &sc, T->paths.root_fd, &a, why, len);
+	sc.tty = tty;
+	int r = sess_client_call(&T->conn, &sc, dir_fd, &a, why, len);
 	free(env);
 	if (r < 0)
 		return -1;
@@ -223,11 +212,19 @@ static int new_session(struct mcp_tools *T, char *why, size_t len)
 		snprintf(why, len, "toolrund refused a new session: %s", a.reply->message);
 		r = -1;
 	} else {
-		snprintf(T->session, sizeof(T->session), "%s", a.reply->session);
-		T->own_session = true;
+		snprintf(id, 65, "%s", a.reply->session);
 	}
 	sess_answer_free(&a);
 	return r;
+}
+
+/* The server's own session, for bash: in the root. */
+static int own_session(struct mcp_tools *T, char *why, size_t len)
+{
+	if (mcp_new_session(T, T->paths.root_fd, T->paths.root, false, T->session, why, len) < 0)
+		return -1;
+	T->own_session = true;
+	return 0;
 }
 
 /* One call to the session named by args (or ours, made on the first
@@ -237,9 +234,9 @@ static int session_call(struct mcp_tools *T, struct json_object *args, Toolrun__
 			bool create, struct sess_answer *a, char *why, size_t len)
 {
 	bool bad = false;
-	const char *id = arg_string(args, "session", &bad);
+	const char *id = mcp_arg_string(args, "session", &bad);
 
-	if (ensure_connection(T, why, len) < 0)
+	if (mcp_connect(T, why, len) < 0)
 		return -1;
 	if (!id && !T->session[0]) {
 		if (!create) {
@@ -247,7 +244,7 @@ static int session_call(struct mcp_tools *T, struct json_object *args, Toolrun__
 					   "bash first, or name a session");
 			return -1;
 		}
-		if (new_session(T, why, len) < 0)
+		if (own_session(T, why, len) < 0)
 			return -1;
 	}
 	sc->session = (char *)(id ? id : T->session);
@@ -292,28 +289,32 @@ static void status_line(const Toolrun__SessionCall *sc, const Toolrun__SessionRe
 	default:
 		break;
 	}
-	const char *note = kill_note(sc, e);
+	char exit[128];
+
+	mcp_exit_summary(e, exit, sizeof(exit));
+	snprintf(s, len, "[%s%s]", exit, kill_note(sc, e));
+}
+
+void mcp_exit_summary(const Toolrun__Exit *e, char *s, size_t len)
+{
 	if (e && e->status_case == TOOLRUN__EXIT__STATUS_SIGNAL)
-		snprintf(s, len, "[killed by signal %s after %llu ms%s]",
+		snprintf(s, len, "killed by signal %s after %llu ms",
 			 sigabbrev_np(e->signal) ? sigabbrev_np(e->signal) : "?",
-			 (unsigned long long)(e->duration_us / 1000), note);
+			 (unsigned long long)(e->duration_us / 1000));
 	else if (e && e->code > 128 && e->code < 128 + NSIG && sigabbrev_np(e->code - 128))
 		/* bash's status for a command a signal ended (an interrupt:
 		 * 130, SIGINT). */
-		snprintf(s, len, "[exit %d (128+SIG%s) after %llu ms%s]", e->code,
-			 sigabbrev_np(e->code - 128), (unsigned long long)(e->duration_us / 1000),
-			 note);
+		snprintf(s, len, "exit %d (128+SIG%s) after %llu ms", e->code,
+			 sigabbrev_np(e->code - 128), (unsigned long long)(e->duration_us / 1000));
 	else
-		snprintf(s, len, "[exit %d after %llu ms%s]", e ? e->code : 0,
-			 (unsigned long long)(e ? e->duration_us / 1000 : 0), note);
+		snprintf(s, len, "exit %d after %llu ms", e ? e->code : 0,
+			 (unsigned long long)(e ? e->duration_us / 1000 : 0));
 }
 
-/* The model's text: stdout, stderr after a label, then the status, and
- * last what shaping cut, if anything (sess_cut_line). */
-static char *command_text(const Toolrun__SessionCall *sc, const Toolrun__SessionReply *r)
+char *mcp_command_text(const Toolrun__SessionReply *r, const char *status, const char *more)
 {
 	struct front_buf t = {0};
-	char status[512], cut[SESS_CUT_LINE_MAX];
+	char cut[SESS_CUT_LINE_MAX];
 
 	front_buf_add(&t, "", 0);
 	front_buf_add(&t, (const char *)r->stdout.data, r->stdout.len);
@@ -325,12 +326,14 @@ static char *command_text(const Toolrun__SessionCall *sc, const Toolrun__Session
 	}
 	if (front_buf_mid_line(&t))
 		front_buf_add(&t, "\n", 1);
-	status_line(sc, r, status, sizeof(status));
 	front_buf_add(&t, status, strlen(status));
 	sess_cut_line(r, cut, sizeof(cut));
-	if (cut[0]) {
+	if (cut[0] || more[0]) {
 		front_buf_add(&t, "\n[", 2);
-		front_buf_add(&t, cut, strlen(cut));
+		front_buf_add(&t, cut[0] ? cut : "cut: ", strlen(cut[0] ? cut : "cut: "));
+		if (cut[0] && more[0])
+			front_buf_add(&t, ". And ", 6);
+		front_buf_add(&t, more, strlen(more));
 		front_buf_add(&t, "]", 1);
 	}
 	return t.p;
@@ -342,9 +345,9 @@ static struct json_object *command_result(struct mcp_tools *T, const Toolrun__Se
 	const Toolrun__SessionReply *r = a->reply;
 
 	if (r->error) {
-		struct json_object *res = fail(FRONT_EXECUTION, "SESSION",
-					       "session %s: %s", r->session[0] ? r->session : "-",
-					       r->message);
+		struct json_object *res = mcp_fail(FRONT_EXECUTION, "SESSION",
+						   "session %s: %s", r->session[0] ? r->session : "-",
+						   r->message);
 		sess_answer_free(a);
 		return res;
 	}
@@ -352,8 +355,10 @@ static struct json_object *command_result(struct mcp_tools *T, const Toolrun__Se
 	if (r->state == TOOLRUN__SESSION_STATE__SESSION_STATE_CLOSED &&
 	    strcmp(r->session, T->session) == 0)
 		T->session[0] = 0;
-	char *text = command_text(sc, r);
-	struct json_object *res = tool_result(sess_reply_json(r), text ? text : "");
+	char status[512];
+	status_line(sc, r, status, sizeof(status));
+	char *text = mcp_command_text(r, status, "");
+	struct json_object *res = mcp_tool_result(sess_reply_json(r), text ? text : "");
 	free(text);
 	sess_answer_free(a);
 	return res;
@@ -372,16 +377,16 @@ static struct json_object *run_session_op(struct mcp_tools *T, struct json_objec
 
 	if (session_call(T, args, sc, create, &a, why, sizeof(why)) < 0) {
 		sess_client_close(&T->conn); /* a broken connection: the next call makes one */
-		return fail(FRONT_EXECUTION, "TOOLRUND", "%s", why);
+		return mcp_fail(FRONT_EXECUTION, "TOOLRUND", "%s", why);
 	}
 	/* Our session vanished (toolrund restarted): once more in a new one. */
 	if (create && a.reply->error == TOOLRUN__ERROR_CODE__ERROR_NOT_ALLOWED &&
-	    !arg_string(args, "session", &(bool){0})) {
+	    !mcp_arg_string(args, "session", &(bool){0})) {
 		sess_answer_free(&a);
 		T->session[0] = 0;
 		if (session_call(T, args, sc, create, &a, why, sizeof(why)) < 0) {
 			sess_client_close(&T->conn);
-			return fail(FRONT_EXECUTION, "TOOLRUND", "%s", why);
+			return mcp_fail(FRONT_EXECUTION, "TOOLRUND", "%s", why);
 		}
 	}
 	return command_result(T, sc, &a);
@@ -391,17 +396,17 @@ static struct json_object *tool_bash(struct mcp_tools *T, struct json_object *ar
 {
 	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
 	bool bad = false;
-	const char *cmd = arg_string(args, "command", &bad);
-	double t = arg_number(args, "timeout", 30, 3600, &bad);
+	const char *cmd = mcp_arg_string(args, "command", &bad);
+	double t = mcp_arg_number(args, "timeout", 30, 3600, &bad);
 
-	arg_string(args, "session", &bad);
+	mcp_arg_string(args, "session", &bad);
 	if (bad || !cmd)
-		return bad_arguments("bash", "command (a string) is required; session is a string; "
-					     "timeout is seconds from 0 to 3600");
+		return mcp_bad_arguments("bash", "command (a string) is required; session is a string; "
+						 "timeout is seconds from 0 to 3600");
 	if (!cmd[0])
-		return fail(FRONT_SYNTAX, "EMPTY_COMMAND", "bash: the command is empty");
-	if (holds_nul(args, "command"))
-		return fail(FRONT_VALIDATION, "NUL_BYTE", "bash: the command holds a NUL byte, "
+		return mcp_fail(FRONT_SYNTAX, "EMPTY_COMMAND", "bash: the command is empty");
+	if (mcp_holds_nul(args, "command"))
+		return mcp_fail(FRONT_VALIDATION, "NUL_BYTE", "bash: the command holds a NUL byte, "
 							   "which would cut it short");
 	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_RUN;
 	sc.command = (ProtobufCBinaryData){strlen(cmd), (uint8_t *)cmd};
@@ -413,12 +418,12 @@ static struct json_object *tool_bash_output(struct mcp_tools *T, struct json_obj
 {
 	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
 	bool bad = false;
-	double t = arg_number(args, "timeout", 10, 3600, &bad);
+	double t = mcp_arg_number(args, "timeout", 10, 3600, &bad);
 
-	arg_string(args, "session", &bad);
+	mcp_arg_string(args, "session", &bad);
 	if (bad)
-		return bad_arguments("bash_output", "session is a string; timeout is seconds from "
-						    "0 to 3600");
+		return mcp_bad_arguments("bash_output", "session is a string; timeout is seconds from "
+							"0 to 3600");
 	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_READ;
 	sc.timeout_ms = timeout_ms(t);
 	return run_session_op(T, args, &sc, false);
@@ -428,21 +433,21 @@ static struct json_object *tool_bash_input(struct mcp_tools *T, struct json_obje
 {
 	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
 	bool bad = false;
-	const char *text = arg_string(args, "text", &bad);
-	bool newline = arg_bool(args, "newline", true, &bad);
-	bool eof = arg_bool(args, "eof", false, &bad);
-	double t = arg_number(args, "timeout", 1, 3600, &bad);
+	const char *text = mcp_arg_string(args, "text", &bad);
+	bool newline = mcp_arg_bool(args, "newline", true, &bad);
+	bool eof = mcp_arg_bool(args, "eof", false, &bad);
+	double t = mcp_arg_number(args, "timeout", 1, 3600, &bad);
 
-	arg_string(args, "session", &bad);
+	mcp_arg_string(args, "session", &bad);
 	if (bad || (!text && !eof))
-		return bad_arguments("bash_input", "text (a string) is required unless eof is true");
-	if (text && holds_nul(args, "text"))
-		return fail(FRONT_VALIDATION, "NUL_BYTE", "bash_input: the text holds a NUL byte "
-							  "(a terminal cannot send one either)");
+		return mcp_bad_arguments("bash_input", "text (a string) is required unless eof is true");
+	if (text && mcp_holds_nul(args, "text"))
+		return mcp_fail(FRONT_VALIDATION, "NUL_BYTE", "bash_input: the text holds a NUL byte "
+							      "(a terminal cannot send one either)");
 	size_t n = text ? strlen(text) : 0;
 	char *input = malloc(n + 2);
 	if (!input)
-		return fail(FRONT_INTERNAL, "NO_MEMORY", "bash_input: out of memory");
+		return mcp_fail(FRONT_INTERNAL, "NO_MEMORY", "bash_input: out of memory");
 	memcpy(input, text ? text : "", n);
 	if (text && newline)
 		input[n++] = '\n';
@@ -459,19 +464,17 @@ static struct json_object *tool_bash_interrupt(struct mcp_tools *T, struct json_
 {
 	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
 	bool bad = false;
-	double t = arg_number(args, "timeout", 1, 3600, &bad);
+	double t = mcp_arg_number(args, "timeout", 1, 3600, &bad);
 
-	arg_string(args, "session", &bad);
+	mcp_arg_string(args, "session", &bad);
 	if (bad)
-		return bad_arguments("bash_interrupt", "session is a string; timeout is seconds");
+		return mcp_bad_arguments("bash_interrupt", "session is a string; timeout is seconds");
 	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_INTERRUPT;
 	sc.timeout_ms = timeout_ms(t);
 	return run_session_op(T, args, &sc, false);
 }
 
-/* op on session, on a connection of its own: the main one may wait for
- * an answer. Best effort. */
-static void side_call(struct mcp_tools *T, const char *session, Toolrun__SessionOp op)
+void mcp_side_call(struct mcp_tools *T, const char *session, Toolrun__SessionOp op)
 {
 	struct sess_client c;
 	struct sess_answer a;
@@ -508,12 +511,12 @@ static struct json_object *tool_bash_kill(struct mcp_tools *T, struct json_objec
 {
 	Toolrun__SessionCall sc = TOOLRUN__SESSION_CALL__INIT;
 	bool bad = false;
-	double t = arg_number(args, "timeout", 1, 3600, &bad);
+	double t = mcp_arg_number(args, "timeout", 1, 3600, &bad);
 
-	arg_string(args, "session", &bad);
+	mcp_arg_string(args, "session", &bad);
 	if (bad || !arg_signal(args, &sc.signal))
-		return bad_arguments("bash_kill", "session is a string; timeout is seconds; signal "
-						  "is a name (TERM, SIGTERM) or a number from 1 to 64");
+		return mcp_bad_arguments("bash_kill", "session is a string; timeout is seconds; signal "
+						      "is a name (TERM, SIGTERM) or a number from 1 to 64");
 	sc.op = TOOLRUN__SESSION_OP__SESSION_OP_KILL;
 	sc.timeout_ms = timeout_ms(t);
 	return run_session_op(T, args, &sc, false);
@@ -521,14 +524,15 @@ static struct json_object *tool_bash_kill(struct mcp_tools *T, struct json_objec
 
 void mcp_tools_interrupt(struct mcp_tools *T, const char *session)
 {
-	side_call(T, session, TOOLRUN__SESSION_OP__SESSION_OP_INTERRUPT);
+	mcp_side_call(T, session, TOOLRUN__SESSION_OP__SESSION_OP_INTERRUPT);
 }
 
 void mcp_tools_end(struct mcp_tools *T)
 {
 	if (T->own_session && T->session[0] && !T->keep_sessions)
-		side_call(T, T->session, TOOLRUN__SESSION_OP__SESSION_OP_CLOSE);
+		mcp_side_call(T, T->session, TOOLRUN__SESSION_OP__SESSION_OP_CLOSE);
 	T->own_session = false;
+	mcp_exec_end(T, T->keep_sessions);
 }
 
 /* ------------------------------------------------------------------ */
@@ -552,7 +556,7 @@ static void audit(struct mcp_tools *T, const char *tool, const char *target,
 	/* toolrund down: a file call must not wait for it each time. */
 	if (T->conn.fd < 0 && monotonic_ms() < T->audit_retry_ms)
 		return;
-	if (ensure_connection(T, why, sizeof(why)) == 0 &&
+	if (mcp_connect(T, why, sizeof(why)) == 0 &&
 	    sess_client_record(&T->conn, &r, why, sizeof(why)) == 0)
 		return;
 	sess_client_close(&T->conn);
@@ -594,18 +598,18 @@ static struct json_object *tool_read_file(struct mcp_tools *T, struct json_objec
 	uint64_t start = monotonic_us();
 
 	e.code[0] = 0;
-	rq.path = arg_path(args, "path", &bad, &e);
+	rq.path = mcp_arg_path(args, "path", &bad, &e);
 	if (e.code[0])
-		return tool_error(&e);
-	rq.offset = (uint64_t)arg_number(args, "offset", 0, 1e15, &bad);
-	rq.limit = (uint64_t)arg_number(args, "limit", 0, 1e15, &bad);
-	rq.from_end = arg_bool(args, "from_end", false, &bad);
+		return mcp_tool_error(&e);
+	rq.offset = (uint64_t)mcp_arg_number(args, "offset", 0, 1e15, &bad);
+	rq.limit = (uint64_t)mcp_arg_number(args, "limit", 0, 1e15, &bad);
+	rq.from_end = mcp_arg_bool(args, "from_end", false, &bad);
 	if (bad || !rq.path)
-		return bad_arguments("read_file", "path (a string) is required; offset and limit "
-						  "are line counts; from_end is a boolean");
+		return mcp_bad_arguments("read_file", "path (a string) is required; offset and limit "
+						      "are line counts; from_end is a boolean");
 	if (front_read_file(&T->paths, &T->budget, &rq, &out, &e) < 0) {
 		audit(T, "read_file", rq.path, &e, 0, start);
-		return tool_error(&e);
+		return mcp_tool_error(&e);
 	}
 	audit(T, "read_file", rq.path, NULL, out.text_len, start);
 	struct json_object *o = read_result_json(&out);
@@ -614,7 +618,7 @@ static struct json_object *tool_read_file(struct mcp_tools *T, struct json_objec
 	front_buf_add(&text, out.text, out.text_len);
 	read_note(&out, front_buf_mid_line(&text), note, sizeof(note));
 	front_buf_add(&text, note, strlen(note));
-	struct json_object *r = tool_result(o, text.p ? text.p : "");
+	struct json_object *r = mcp_tool_result(o, text.p ? text.p : "");
 	free(text.p);
 	read_result_free(&out);
 	return r;
@@ -626,25 +630,25 @@ static struct json_object *tool_write_file(struct mcp_tools *T, struct json_obje
 	struct write_result w = {0};
 	struct front_error e = {.code = ""};
 	uint64_t start = monotonic_us();
-	const char *path = arg_path(args, "path", &bad, &e);
+	const char *path = mcp_arg_path(args, "path", &bad, &e);
 	struct json_object *content;
 
 	if (e.code[0])
-		return tool_error(&e);
+		return mcp_tool_error(&e);
 	char text[PATH_MAX + 128];
 
 	if (!json_object_object_get_ex(args, "content", &content) ||
 	    !json_object_is_type(content, json_type_string) || bad || !path)
-		return bad_arguments("write_file", "path and content (strings) are required");
+		return mcp_bad_arguments("write_file", "path and content (strings) are required");
 	size_t len = (size_t)json_object_get_string_len(content);
 	if (front_write_file(&T->paths, path, json_object_get_string(content), len, &w, &e) < 0) {
 		audit(T, "write_file", path, &e, 0, start);
-		return tool_error(&e);
+		return mcp_tool_error(&e);
 	}
 	audit(T, "write_file", path, NULL, len, start);
 	snprintf(text, sizeof(text), "%s %s (%llu bytes)", w.created ? "created" : "replaced", w.rel,
 		 (unsigned long long)w.bytes);
-	return tool_result(write_result_json(&w, false), text);
+	return mcp_tool_result(write_result_json(&w, false), text);
 }
 
 static struct json_object *tool_edit_file(struct mcp_tools *T, struct json_object *args)
@@ -653,29 +657,29 @@ static struct json_object *tool_edit_file(struct mcp_tools *T, struct json_objec
 	struct write_result w = {0};
 	struct front_error e = {.code = ""};
 	uint64_t start = monotonic_us();
-	const char *path = arg_path(args, "path", &bad, &e);
+	const char *path = mcp_arg_path(args, "path", &bad, &e);
 	struct json_object *old, *new;
 
 	if (e.code[0])
-		return tool_error(&e);
+		return mcp_tool_error(&e);
 	char text[PATH_MAX + 128];
 
 	if (!json_object_object_get_ex(args, "old_string", &old) ||
 	    !json_object_object_get_ex(args, "new_string", &new) ||
 	    !json_object_is_type(old, json_type_string) ||
 	    !json_object_is_type(new, json_type_string) || bad || !path)
-		return bad_arguments("edit_file", "path, old_string and new_string (strings) are "
-						  "required");
+		return mcp_bad_arguments("edit_file", "path, old_string and new_string (strings) are "
+						      "required");
 	if (front_edit_file(&T->paths, path, json_object_get_string(old),
 			    (size_t)json_object_get_string_len(old), json_object_get_string(new),
 			    (size_t)json_object_get_string_len(new), &w, &e) < 0) {
 		audit(T, "edit_file", path, &e, 0, start);
-		return tool_error(&e);
+		return mcp_tool_error(&e);
 	}
 	audit(T, "edit_file", path, NULL, w.bytes, start);
 	snprintf(text, sizeof(text), "edited %s: 1 replacement, %llu bytes now", w.rel,
 		 (unsigned long long)w.bytes);
-	return tool_result(write_result_json(&w, true), text);
+	return mcp_tool_result(write_result_json(&w, true), text);
 }
 
 static char *search_text(const char *query, const struct search_result *s)
@@ -703,19 +707,19 @@ static struct json_object *tool_search(struct mcp_tools *T, struct json_object *
 	struct search_result s = {0};
 	struct front_error e;
 	uint64_t start = monotonic_us();
-	const char *query = arg_string(args, "query", &bad);
+	const char *query = mcp_arg_string(args, "query", &bad);
 	struct search_options o = T->search;
 
-	o.limit = (size_t)arg_number(args, "limit", SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, &bad);
+	o.limit = (size_t)mcp_arg_number(args, "limit", SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, &bad);
 	if (bad || !query)
-		return bad_arguments("search", "query (a string) is required; limit is 1 to 100");
+		return mcp_bad_arguments("search", "query (a string) is required; limit is 1 to 100");
 	if (front_search(&T->paths, &o, query, &s, &e) < 0) {
 		audit(T, "search", query, &e, 0, start);
-		return tool_error(&e);
+		return mcp_tool_error(&e);
 	}
 	char *text = search_text(query, &s);
 	audit(T, "search", query, NULL, text ? strlen(text) : 0, start);
-	struct json_object *r = tool_result(search_result_json(query, &s), text ? text : "");
+	struct json_object *r = mcp_tool_result(search_result_json(query, &s), text ? text : "");
 	free(text);
 	search_result_free(&s);
 	return r;
@@ -734,12 +738,12 @@ static const struct mcp_tool tools[] = {
 	 "{\"type\":\"object\",\"required\":[\"command\"],\"properties\":{"
 	 "\"command\":{\"type\":\"string\",\"description\":\"bash source, as typed at a prompt\"},"
 	 SESSION_ARG "," TIMEOUT_ARG("30") "}}",
-	 COMMAND_OUTPUT, tool_bash},
+	 COMMAND_OUTPUT, tool_bash, MCP_SET_TOOLRUN},
 	{"bash_output", "Wait for more output",
 	 "Wait up to `timeout` seconds for more output of the command running in the session, and "
 	 "return it (only what came since the last call) with the command's state.",
 	 "{\"type\":\"object\",\"properties\":{" SESSION_ARG "," TIMEOUT_ARG("10") "}}",
-	 COMMAND_OUTPUT, tool_bash_output},
+	 COMMAND_OUTPUT, tool_bash_output, MCP_SET_TOOLRUN},
 	{"bash_input", "Send input to the command",
 	 "Send text to the standard input of the command running in the session (a newline is "
 	 "added unless `newline` is false), then return its output and state. `eof` closes the "
@@ -750,12 +754,12 @@ static const struct mcp_tool tools[] = {
 	 "\"newline\":{\"type\":\"boolean\",\"description\":\"add a newline (default true)\"},"
 	 "\"eof\":{\"type\":\"boolean\",\"description\":\"then close the command's input\"},"
 	 SESSION_ARG "," TIMEOUT_ARG("1") "}}",
-	 COMMAND_OUTPUT, tool_bash_input},
+	 COMMAND_OUTPUT, tool_bash_input, MCP_SET_TOOLRUN},
 	{"bash_interrupt", "Interrupt the command",
 	 "Interrupt the command running in the session, as Ctrl-C does: the command ends, the "
 	 "session and its state live on.",
 	 "{\"type\":\"object\",\"properties\":{" SESSION_ARG "," TIMEOUT_ARG("1") "}}",
-	 COMMAND_OUTPUT, tool_bash_interrupt},
+	 COMMAND_OUTPUT, tool_bash_interrupt, MCP_SET_TOOLRUN},
 	{"bash_kill", "Kill the command",
 	 "Kill the command running in the session when bash_interrupt does not stop it: the "
 	 "signal (default SIGKILL) goes to every process the command started, wherever it went; "
@@ -767,7 +771,7 @@ static const struct mcp_tool tools[] = {
 	 "\"signal\":{\"type\":[\"string\",\"integer\"],\"description\":\"The signal to send: a "
 	 "name (TERM, SIGTERM) or a number from 1 to 64 (default KILL)\"},"
 	 SESSION_ARG "," TIMEOUT_ARG("1") "}}",
-	 COMMAND_OUTPUT, tool_bash_kill},
+	 COMMAND_OUTPUT, tool_bash_kill, MCP_SET_TOOLRUN},
 	{"read_file", "Read a file",
 	 "Read a text file's lines, numbered, within the output budget: `offset` is the first line "
 	 "(from 1), `limit` how many; with `from_end`, `offset` counts from the end. Gives the total "
@@ -782,7 +786,7 @@ static const struct mcp_tool tools[] = {
 	 "\"total_lines\":{\"type\":\"integer\"},\"first_line\":{\"type\":\"integer\"},"
 	 "\"last_line\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\"},"
 	 "\"binary\":{\"type\":\"boolean\"},\"text\":{\"type\":\"string\"}}}",
-	 tool_read_file},
+	 tool_read_file, MCP_SET_ALL},
 	{"write_file", "Write a file",
 	 "Create or replace a file with `content`, atomically (a temporary file renamed over it); "
 	 "an existing file keeps its mode. The directory must exist.",
@@ -791,7 +795,7 @@ static const struct mcp_tool tools[] = {
 	 "{\"type\":\"object\",\"required\":[\"path\",\"bytes\"],\"properties\":{"
 	 "\"path\":{\"type\":\"string\"},\"created\":{\"type\":\"boolean\"},"
 	 "\"bytes\":{\"type\":\"integer\"}}}",
-	 tool_write_file},
+	 tool_write_file, MCP_SET_ALL},
 	{"edit_file", "Edit a file",
 	 "Replace `old_string` by `new_string` in a file. `old_string` must occur exactly once: "
 	 "give more context around it when it occurs more often.",
@@ -801,7 +805,7 @@ static const struct mcp_tool tools[] = {
 	 "{\"type\":\"object\",\"required\":[\"path\",\"bytes\",\"replacements\"],\"properties\":{"
 	 "\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},"
 	 "\"replacements\":{\"type\":\"integer\"}}}",
-	 tool_edit_file},
+	 tool_edit_file, MCP_SET_ALL},
 	{"search", "Search the files",
 	 "Ranked full-text search (bm25) over the text files under the root, for plain words. "
 	 "Gives path, line and the matching line for each hit, best first.",
@@ -815,35 +819,72 @@ static const struct mcp_tool tools[] = {
 	 "\"path\":{\"type\":\"string\"},\"line\":{\"type\":\"integer\"},"
 	 "\"snippet\":{\"type\":\"string\"},\"score\":{\"type\":\"number\"}}}},"
 	 "\"files_indexed\":{\"type\":\"integer\"},\"files_updated\":{\"type\":\"integer\"}}}",
-	 tool_search},
+	 tool_search, MCP_SET_ALL},
 };
 
-struct json_object *mcp_tools_list(void)
+/* The tool at i of the whole table: exec_command and write_stdin first,
+ * then the rest; NULL past the end. */
+static const struct mcp_tool *tool_at(size_t i)
+{
+	if (i < mcp_exec_ntools)
+		return &mcp_exec_tools[i];
+	i -= mcp_exec_ntools;
+	return i < ARRAY_SIZE(tools) ? &tools[i] : NULL;
+}
+
+struct json_object *mcp_tools_list(const struct mcp_tools *T)
 {
 	struct json_object *a = json_object_new_array();
+	const struct mcp_tool *tool;
 
-	for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
+	for (size_t i = 0; (tool = tool_at(i)); i++) {
+		if (!(tool->sets & T->tool_sets))
+			continue;
 		struct json_object *t = json_object_new_object();
-		json_object_object_add(t, "name", json_object_new_string(tools[i].name));
-		json_object_object_add(t, "title", json_object_new_string(tools[i].title));
-		json_object_object_add(t, "description",
-				       json_object_new_string(tools[i].description));
-		json_object_object_add(t, "inputSchema", json_tokener_parse(tools[i].input));
-		json_object_object_add(t, "outputSchema", json_tokener_parse(tools[i].output));
+		json_object_object_add(t, "name", json_object_new_string(tool->name));
+		json_object_object_add(t, "title", json_object_new_string(tool->title));
+		json_object_object_add(t, "description", json_object_new_string(tool->description));
+		json_object_object_add(t, "inputSchema", json_tokener_parse(tool->input));
+		json_object_object_add(t, "outputSchema", json_tokener_parse(tool->output));
 		json_object_array_add(a, t);
 	}
 	return a;
 }
 
+const char *mcp_tools_instructions(const struct mcp_tools *T)
+{
+	switch (T->tool_sets) {
+	case MCP_SET_CODEX:
+		return "exec_command runs each command in a fresh bash inside the box, confined by "
+		       "toolrund; one that runs on gets a session_id for write_stdin. Output is "
+		       "bounded (head and tail kept, the whole in a spill file whose path the result "
+		       "gives). File tools take paths relative to the root and refuse paths outside "
+		       "it.";
+	case MCP_SET_ALL:
+		return "bash runs commands in a persistent bash session inside the box, exec_command "
+		       "each in a fresh one (write_stdin continues it), both confined by toolrund; "
+		       "output is bounded (head and tail kept, the whole in a spill file whose path "
+		       "the result gives). File tools take paths relative to the root and refuse "
+		       "paths outside it.";
+	default:
+		return "Commands run in a persistent bash session inside the box, confined by "
+		       "toolrund; their output is bounded (head and tail kept, the whole in a spill "
+		       "file whose path the result gives). File tools take paths relative to the "
+		       "root and refuse paths outside it.";
+	}
+}
+
 struct json_object *mcp_tools_call(struct mcp_tools *T, const char *name,
 				   struct json_object *args)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
-		if (strcmp(tools[i].name, name) == 0) {
+	const struct mcp_tool *tool;
+
+	for (size_t i = 0; (tool = tool_at(i)); i++)
+		if ((tool->sets & T->tool_sets) && strcmp(tool->name, name) == 0) {
 			if (args && !json_object_is_type(args, json_type_object))
-				return bad_arguments(name, "arguments must be an object");
+				return mcp_bad_arguments(name, "arguments must be an object");
 			struct json_object *empty = args ? NULL : json_object_new_object();
-			struct json_object *r = tools[i].run(T, args ? args : empty);
+			struct json_object *r = tool->run(T, args ? args : empty);
 			json_object_put(empty);
 			return r;
 		}
@@ -856,7 +897,8 @@ int mcp_tools_init(struct mcp_tools *T, const struct config *cfg, const struct m
 	char here[PATH_MAX];
 	const char *root = o->root;
 
-	*T = (struct mcp_tools){.cfg = cfg, .conn.fd = -1, .paths.root_fd = -1};
+	*T = (struct mcp_tools){.cfg = cfg, .conn.fd = -1, .paths.root_fd = -1,
+				.tool_sets = o->tool_sets ? o->tool_sets : MCP_SET_TOOLRUN};
 	if (!root && !(root = getcwd(here, sizeof(here))))
 		return front_fail(e, FRONT_EXECUTION, "NO_ROOT",
 				  "the working directory cannot be named: %s; give --root",

@@ -48,7 +48,7 @@ static int usage(FILE *out, int code)
 		     "       toolrun run PROGRAM [ARGS...]\n"
 		     "       toolrun audit verify [FILE...]\n"
 		     "       toolrun session new|run|read|write|interrupt|close|list ...\n"
-		     "       toolrun mcp [--root DIR] [--session ID] [--extensions LIST] ...\n"
+		     "       toolrun mcp [--root DIR] [--tools toolrun|codex|all] [--session ID] ...\n"
 		     "       toolrun tags [--root DIR] [--exec-enabled] [--json] [--passthrough]\n"
 		     "                    [--timeout S] [--extensions LIST] [--index PATH]\n"
 		     "                    [--session ID] [FILE|-]\n"

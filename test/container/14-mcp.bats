@@ -55,6 +55,12 @@ scenario() {
 @test "14-mcp: arguments a tool does not accept" { scenario bad-arguments; }
 @test "14-mcp: garbage on stdin: JSON-RPC errors, the server goes on; EOF ends it with 0" { scenario garbage; }
 @test "14-mcp: requests in flight at once" { scenario concurrent; }
+@test "14-mcp: --tools codex and all list exec_command and write_stdin" { scenario codex-list; }
+@test "14-mcp: exec_command: exit code or session_id; write_stdin polls and interrupts" { scenario codex-exec; }
+@test "14-mcp: exec_command: a prompt gives waiting_input; write_stdin answers it" { scenario codex-prompt; }
+@test "14-mcp: exec_command: cut output, max_output_tokens and the files that keep the whole" { scenario codex-cut; }
+@test "14-mcp: exec_command tty=true runs on a terminal" { scenario codex-tty; }
+@test "14-mcp: exec_command workdir under /workspace, outside it refused" { scenario codex-workdir; }
 
 @test "14-mcp: the server's commands run as the agent, in /workspace" {
 	run --separate-stderr timeout 120 env -C "$MCP_DIR" node --input-type=module -e '

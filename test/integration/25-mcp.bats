@@ -119,6 +119,32 @@ scenario() {
 	scenario kill
 }
 
+# exec_command and write_stdin: each scenario starts its servers with
+# --tools codex or --tools all itself.
+@test "25-mcp: --tools codex and all: exec_command and write_stdin listed, schemas valid (ajv)" {
+	scenario codex-list
+}
+
+@test "25-mcp: exec_command: a quick command's exit code, no session; one that runs on gets a session_id; write_stdin polls to its end" {
+	scenario codex-exec
+}
+
+@test "25-mcp: exec_command: a prompt gives waiting_input at once; write_stdin with y and a newline finishes it" {
+	scenario codex-prompt
+}
+
+@test "25-mcp: exec_command: a cut output's fields, its spill file readable; max_output_tokens lowers what is shown" {
+	scenario codex-cut
+}
+
+@test "25-mcp: exec_command tty=true runs on a terminal" {
+	scenario codex-tty
+}
+
+@test "25-mcp: exec_command workdir: under the root, outside it refused" {
+	scenario codex-workdir
+}
+
 # ---------------------------------------------------------------------
 # The server and its session, over raw lines.
 
@@ -170,6 +196,46 @@ for line in open(sys.argv[1], "rb"):
 	[[ "$(listed_sessions)" == *"$other"* ]]
 	"$TR_CLI" session close "$sid"
 	"$TR_CLI" session close "$other"
+}
+
+# toolrun_session_of FILE: the toolrund session named by the first
+# exec_command result in FILE.
+toolrun_session_of() {
+	"$PY" -c 'import json, sys
+for line in open(sys.argv[1], "rb"):
+    sc = json.loads(line).get("result", {}).get("structuredContent")
+    if sc and "toolrun_session" in sc:
+        print(sc["toolrun_session"]); break' "$1"
+}
+
+@test "25-mcp: at the end of its input the server closes the sessions exec_command left running, unless --keep-sessions" {
+	rpc 1 exec_command '{"cmd":"sleep 300","yield_time_ms":0}' |
+		"$TR_CLI" mcp --root "$MCP_ROOT" --tools codex >"$TR_DIR/exec-eof.out"
+	local sid
+	sid=$(toolrun_session_of "$TR_DIR/exec-eof.out")
+	grep -q '"session_id":1,"state":"running"' "$TR_DIR/exec-eof.out"
+	[[ "$sid" =~ ^[0-9a-f]{8}$ ]]
+	run listed_sessions
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"$sid"* ]]
+	wait_for 20 eval '! session_processes_of "$sid"'
+	# --keep-sessions leaves it running, for toolrun session.
+	rpc 1 exec_command '{"cmd":"sleep 300","yield_time_ms":0}' |
+		"$TR_CLI" mcp --root "$MCP_ROOT" --tools codex --keep-sessions >"$TR_DIR/exec-keep.out"
+	sid=$(toolrun_session_of "$TR_DIR/exec-keep.out")
+	[[ "$sid" =~ ^[0-9a-f]{8}$ ]]
+	run listed_sessions
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"$sid"* ]]
+	"$TR_CLI" session close "$sid"
+}
+
+@test "25-mcp: --tools takes toolrun, codex or all" {
+	run --separate-stderr "$TR_CLI" mcp --root "$MCP_ROOT" --tools bash </dev/null
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"--tools takes toolrun, codex or all"* ]]
+	rpc 1 exec_command '{"cmd":"echo hidden"}' | "$TR_CLI" mcp --root "$MCP_ROOT" >"$TR_DIR/notools.out"
+	grep -q '"code":-32602,"message":"unknown tool: exec_command' "$TR_DIR/notools.out"
 }
 
 # A process carries TOOLRUN_SESSION=ID in its environment.

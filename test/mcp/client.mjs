@@ -20,6 +20,8 @@ import Ajv from 'ajv';
 
 const TOOLS = ['bash', 'bash_output', 'bash_input', 'bash_interrupt', 'bash_kill',
 	'read_file', 'write_file', 'edit_file', 'search'];
+// `--tools codex`: Codex's shell tools instead of bash*; the file tools stay.
+const CODEX_TOOLS = ['exec_command', 'write_stdin', 'read_file', 'write_file', 'edit_file', 'search'];
 const PROTOCOL_LATEST = '2025-11-25';
 const PROTOCOL_PREVIOUS = '2025-06-18';
 const STATES = ['done', 'running', 'waiting_input', 'idle', 'closed'];
@@ -113,10 +115,11 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 let serverCommand = [];
 let stderrTail = '';
 
-function transportFor() {
+// extra: arguments after the server command's own (`--tools codex`).
+function transportFor(extra = []) {
 	const t = new StdioClientTransport({
 		command: serverCommand[0],
-		args: serverCommand.slice(1),
+		args: serverCommand.slice(1).concat(extra),
 		env: { ...process.env },
 		stderr: 'pipe',
 	});
@@ -129,8 +132,8 @@ function transportFor() {
 // connect([rewriteVersion]): a connected client; with rewriteVersion, the
 // initialize request asks for that protocol version instead of the SDK's
 // latest (the SDK always asks for its latest).
-async function connect(rewriteVersion) {
-	const transport = transportFor();
+async function connect(rewriteVersion, extra) {
+	const transport = transportFor(extra);
 	let asked;
 	let answered;
 	const send = transport.send.bind(transport);
@@ -151,13 +154,34 @@ async function connect(rewriteVersion) {
 	return { client, transport, asked, answered: () => answered };
 }
 
-async function withClient(fn, rewriteVersion) {
-	const c = await connect(rewriteVersion);
+async function withClient(fn, rewriteVersion, extra) {
+	const c = await connect(rewriteVersion, extra);
 	try {
 		return await fn(c.client, c);
 	} finally {
 		await c.client.close().catch(() => {});
 	}
+}
+
+// A client of a server offering the tool set (`--tools SET`), its tools
+// listed (their output schemas compiled).
+async function withTools(set, fn) {
+	return withClient(async (client) => {
+		await listTools(client);
+		return fn(client);
+	}, undefined, ['--tools', set]);
+}
+
+// An exec_command or write_stdin result in a state; session_id is an
+// integer while the command runs and null once its end is reported.
+function execIs(tool, result, state) {
+	const s = good(tool, result);
+	check(STATES.includes(s.state), `${tool}: state is one of ${STATES.join('|')}`, s.state);
+	if (state) check(s.state === state, `${tool}: state ${state}`, short(s));
+	const live = s.state === 'running' || s.state === 'waiting_input';
+	check(live ? Number.isInteger(s.session_id) && s.session_id > 0 : s.session_id === null,
+		`${tool}: session_id ${live ? 'an integer while it runs' : 'null once it has ended'}`, short(s));
+	return s;
 }
 
 // ---------------------------------------------------------------------
@@ -728,9 +752,194 @@ scenarios.concurrent = async () => {
 	});
 };
 
+// ---------------------------------------------------------------------
+// exec_command and write_stdin (`--tools codex`, `--tools all`)
+
+scenarios['codex-list'] = async () => {
+	for (const [set, names] of [['codex', CODEX_TOOLS], ['all', [...new Set([...TOOLS, ...CODEX_TOOLS])]]]) {
+		await withTools(set, async (client) => {
+			const tools = await listTools(client);
+			const got = tools.map((t) => t.name).sort();
+			check(JSON.stringify(got) === JSON.stringify([...names].sort()), `--tools ${set}: the ${names.length} tools`, got);
+			for (const t of tools) {
+				check(t.inputSchema && t.inputSchema.type === 'object' && t.outputSchema && t.outputSchema.type === 'object',
+					`--tools ${set}: ${t.name}: input and output schemas of type object`);
+				let compiled = true;
+				try { ajv.compile(t.inputSchema); ajv.compile(t.outputSchema); } catch (e) { compiled = e.message; }
+				check(compiled === true, `--tools ${set}: ${t.name}: both schemas compile (ajv)`, String(compiled));
+			}
+			const tool = (n) => tools.find((t) => t.name === n);
+			check(JSON.stringify(tool('exec_command').inputSchema.required) === '["cmd"]', 'exec_command requires cmd');
+			check(['cmd', 'workdir', 'tty', 'yield_time_ms', 'max_output_tokens'].every((k) => k in tool('exec_command').inputSchema.properties),
+				"exec_command takes Codex's arguments", Object.keys(tool('exec_command').inputSchema.properties));
+			check(JSON.stringify(tool('write_stdin').inputSchema.required) === '["session_id"]', 'write_stdin requires session_id');
+			check(tool('write_stdin').inputSchema.properties.session_id.type === 'integer', 'session_id is an integer');
+			check(['chars', 'yield_time_ms', 'max_output_tokens'].every((k) => k in tool('write_stdin').inputSchema.properties),
+				"write_stdin takes Codex's arguments", Object.keys(tool('write_stdin').inputSchema.properties));
+		});
+	}
+};
+
+// A quick command: output and exit code, no session_id. One that outlives
+// yield_time_ms: a session_id; write_stdin polls until its end. Ctrl-C.
+// Unknown and ended session_ids.
+scenarios['codex-exec'] = async () => {
+	await withTools('codex', async (client) => {
+		let r = execIs('exec_command', await call(client, 'exec_command', { cmd: 'echo hello; echo oops >&2; false' }), 'done');
+		check(r.stdout === 'hello\n' && r.stderr === 'oops\n' && r.exit_code === 1 && r.signal === null,
+			'a quick command: its output and exit code, no session_id', r);
+		check(Number.isInteger(r.wall_time_ms) && r.token_dropped_bytes === 0 && r.original_token_count === null,
+			'wall_time_ms; nothing cut for max_output_tokens', r);
+		// It waits for a file that the next command makes: it outlives any wait.
+		const go = unique('go');
+		let res = await call(client, 'exec_command', { cmd: `while [ ! -e ${go} ]; do sleep 0.05; done; echo late`, yield_time_ms: 300 });
+		r = execIs('exec_command', res, 'running');
+		const id = r.session_id;
+		const last = textOf(res).split('\n').pop();
+		check(last.includes(`session_id ${id}`) && last.includes('write_stdin'), 'the last line names the session_id and write_stdin', last);
+		execIs('exec_command', await call(client, 'exec_command', { cmd: `touch ${go}` }), 'done');
+		r = execIs('write_stdin', await call(client, 'write_stdin', { session_id: id, yield_time_ms: 30000 }), 'done');
+		check(r.stdout === 'late\n' && r.exit_code === 0, 'write_stdin with empty chars polls: the rest of the output and the exit code', r);
+		execIs('exec_command', await call(client, 'exec_command', { cmd: `rm -f ${go}` }), 'done');
+		let text = refused('write_stdin', await call(client, 'write_stdin', { session_id: id }), 'EXECUTION');
+		check(text.startsWith('EXECUTION UNKNOWN_SESSION: ') && text.includes(`session_id ${id} has ended`),
+			'a session_id whose end was reported is unknown, and the error says why', text);
+		text = refused('write_stdin', await call(client, 'write_stdin', { session_id: 999999, chars: 'x\n' }), 'EXECUTION');
+		check(text.startsWith('EXECUTION UNKNOWN_SESSION: ') && text.includes('no session_id 999999'),
+			'a session_id never given is a clear error', text);
+		// Ctrl-C as chars: the command is interrupted. Once it has begun:
+		// toolrund's session loses an interrupt that comes before.
+		r = execIs('exec_command', await call(client, 'exec_command', { cmd: 'echo started; sleep 600', yield_time_ms: 1000 }), 'running');
+		for (let seen = r.stdout, i = 0; !seen.includes('started'); i++) {
+			check(i < 12, 'the command begins (polled)', seen);
+			seen += execIs('write_stdin', await call(client, 'write_stdin', { session_id: r.session_id }), 'running').stdout;
+		}
+		r = execIs('write_stdin', await call(client, 'write_stdin', { session_id: r.session_id, chars: '\u0003', yield_time_ms: 30000 }), 'done');
+		check(r.exit_code === 130 || r.signal === 'SIGINT', 'chars "\\u0003" interrupts it', r);
+		// Each command in a fresh shell: nothing carries over.
+		execIs('exec_command', await call(client, 'exec_command', { cmd: 'export CARRY=over; cd /' }), 'done');
+		r = execIs('exec_command', await call(client, 'exec_command', { cmd: 'echo "[${CARRY-}]"' }), 'done');
+		check(r.stdout === '[]\n', 'a variable does not carry over to the next exec_command', r);
+		// Arguments it does not accept.
+		refused('exec_command', await call(client, 'exec_command', {}), 'SYNTAX');
+		refused('exec_command', await call(client, 'exec_command', { cmd: 'true', max_output_tokens: 0 }), 'SYNTAX');
+		refused('write_stdin', await call(client, 'write_stdin', {}), 'SYNTAX');
+		refused('write_stdin', await call(client, 'write_stdin', { session_id: '1' }), 'SYNTAX');
+	});
+};
+
+// A prompt: waiting_input at once (the wait would be 30 s otherwise);
+// write_stdin with "y\n" finishes it.
+scenarios['codex-prompt'] = async () => {
+	await withTools('codex', async (client) => {
+		const res = await call(client, 'exec_command', { cmd: 'printf "Continue? "; read x; echo "got $x"', yield_time_ms: 30000 });
+		let r = execIs('exec_command', res, 'waiting_input');
+		check(r.stdout === 'Continue? ', 'the prompt so far', r);
+		const last = textOf(res).split('\n').pop();
+		check(last.includes('waiting for input') && last.includes(`session_id ${r.session_id}`), 'the last line says it waits for input', last);
+		r = execIs('write_stdin', await call(client, 'write_stdin', { session_id: r.session_id, chars: 'y\n', yield_time_ms: 30000 }), 'done');
+		check(r.stdout === 'got y\n' && r.exit_code === 0, 'write_stdin "y\\n" answers it and the command ends', r);
+	});
+};
+
+// Output over the budget: toolrund's cut fields and its spill file, whole
+// and readable; max_output_tokens lowers what the result shows, its
+// marker naming where what it left out is: the server's own file when
+// toolrund kept nothing (removed when the server ends), toolrund's spill
+// file when it did.
+scenarios['codex-cut'] = async () => {
+	let ownSpill;
+	await withTools('codex', async (client) => {
+		let res = await call(client, 'exec_command', { cmd: 'seq 1 100000' });
+		let r = execIs('exec_command', res, 'done');
+		check(r.exit_code === 0 && r.stdout_dropped_lines > 0 && r.stdout_dropped_bytes > 0 && typeof r.stdout_spill === 'string',
+			'the cut fields: dropped lines and bytes, the spill file', r);
+		check(r.token_dropped_bytes === 0 && r.stdout_token_spill === null && r.stderr_token_spill === null,
+			'without max_output_tokens nothing more is cut', r);
+		const marker = /\.\.\.\[toolrun cut \d+ lines \(\d+ bytes\) of stdout here: (lines \d+-\d+ of 100000);/.exec(r.stdout);
+		check(marker !== null, "toolrund's marker in stdout", short(r.stdout));
+		let last = textOf(res).split('\n').pop();
+		check(last === `[cut: stdout ${marker[1]} (at the marker above); the whole stdout is in ${r.stdout_spill}]`,
+			'the last line repeats the cut and names the spill file', last);
+		const spill = r.stdout_spill;
+		r = execIs('exec_command', await call(client, 'exec_command', { cmd: `wc -l < '${spill}'; tail -n 1 '${spill}'` }), 'done');
+		check(r.stdout === '100000\n100000\n', 'the spill file is readable and whole', r);
+
+		// Under toolrund's budget: only max_output_tokens cuts (50 tokens,
+		// 200 bytes), and the server keeps the result's stdout.
+		res = await call(client, 'exec_command', { cmd: 'seq 1 150', max_output_tokens: 50 });
+		r = execIs('exec_command', res, 'done');
+		check(r.stdout_dropped_bytes === 0 && r.stdout_spill === null && r.token_dropped_bytes > 0 &&
+			r.original_token_count === Math.ceil(492 / 4), 'max_output_tokens cuts under the budget: token_dropped_bytes, original_token_count', r);
+		ownSpill = r.stdout_token_spill;
+		check(typeof ownSpill === 'string' && ownSpill.startsWith('/') && r.stderr_token_spill === null,
+			'stdout_token_spill names the file that keeps it', r);
+		const lines = r.stdout.split('\n');
+		const m = lines.find((l) => l.startsWith('...[max_output_tokens'));
+		check(m === `...[max_output_tokens left out ${r.token_dropped_bytes} bytes of stdout here: ` +
+			`bytes ${m && /bytes (\d+)-/.exec(m)[1]}-${m && /-(\d+) of the/.exec(m)[1]} of the 492 in this result; ` +
+			`the whole stdout of this result is in ${ownSpill}]`, 'the marker says what was left out and where the whole is', m);
+		check(r.stdout.startsWith('1\n2\n') && r.stdout.endsWith('149\n150\n'), 'its head and tail kept around the marker', r.stdout);
+		check(r.stdout.length - m.length - 1 <= 200, '50 tokens: at most 200 bytes of output besides the marker', r.stdout);
+		last = textOf(res).split('\n').pop();
+		check(/^\[cut: stdout bytes \d+-\d+ of the 492 in this result, for max_output_tokens \(at the marker above\); the whole stdout of this result is in /.test(last) &&
+			last.endsWith(`${ownSpill}]`), 'the last line says what max_output_tokens left out and where it is', last);
+		r = execIs('exec_command', await call(client, 'exec_command', { cmd: `seq 1 150 | cmp - '${ownSpill}' && echo same` }), 'done');
+		check(r.stdout === 'same\n', "the server's file holds the result's stdout whole", r);
+
+		// Over toolrund's budget too: its spill file holds the whole stream.
+		res = await call(client, 'exec_command', { cmd: 'seq 1 100000', max_output_tokens: 30 });
+		r = execIs('exec_command', res, 'done');
+		check(r.stdout_dropped_bytes > 0 && r.token_dropped_bytes > 0 && r.stdout_token_spill === r.stdout_spill,
+			"cut twice: what max_output_tokens left out is in toolrund's spill file", r);
+		check(r.stdout.includes(`; the whole stdout is in ${r.stdout_spill}]\n`), "the marker names toolrund's spill file", r.stdout);
+		note(`cut twice: ${short(textOf(res).split('\n').pop(), 400)}`);
+	});
+	// Asked of a new server, as the file is where the server runs (a box).
+	await withTools('codex', async (client) => {
+		const r = execIs('exec_command', await call(client, 'exec_command', { cmd: `test ! -e '${ownSpill}' && echo gone` }), 'done');
+		check(r.stdout === 'gone\n', "the server's own file is removed when it ends", ownSpill);
+	});
+};
+
+// tty=true: a terminal; a prompt on it answered by write_stdin.
+scenarios['codex-tty'] = async () => {
+	await withTools('codex', async (client) => {
+		let r = execIs('exec_command', await call(client, 'exec_command', { cmd: 'tty; test -t 0 && test -t 1 && echo on-a-terminal', tty: true }), 'done');
+		check(r.tty === true && /^\/dev\/pts\/\d+\r\non-a-terminal\r\n$/.test(r.stdout) && r.exit_code === 0,
+			'tty=true: stdin and stdout are a terminal (its \\r\\n line ends)', r);
+		r = execIs('exec_command', await call(client, 'exec_command', { cmd: 'tty' }), 'done');
+		check(r.tty === false && r.stdout === 'not a tty\n' && r.exit_code === 1, 'without tty: no terminal', r);
+		r = execIs('exec_command', await call(client, 'exec_command', { cmd: 'read -p "name? " n; echo "hi $n"', tty: true, yield_time_ms: 30000 }), 'waiting_input');
+		check(r.stdout === 'name? ', 'read -p prompts on the terminal', r);
+		r = execIs('write_stdin', await call(client, 'write_stdin', { session_id: r.session_id, chars: 'bob\n', yield_time_ms: 30000 }), 'done');
+		check(r.stdout === 'bob\r\nhi bob\r\n', 'the input echoed, then the answer', r);
+	});
+};
+
+// workdir: under the root, as a file tool's path; outside it refused.
+scenarios['codex-workdir'] = async () => {
+	await withTools('codex', async (client) => {
+		const dir = unique('wd');
+		let r = execIs('exec_command', await call(client, 'exec_command', { cmd: `mkdir -p ${dir}/sub; pwd` }), 'done');
+		const root = r.stdout.trim();
+		r = execIs('exec_command', await call(client, 'exec_command', { cmd: 'pwd', workdir: `${dir}/sub` }), 'done');
+		check(r.stdout === `${root}/${dir}/sub\n`, 'a relative workdir is under the root', r);
+		r = execIs('exec_command', await call(client, 'exec_command', { cmd: 'pwd', workdir: `${root}/${dir}` }), 'done');
+		check(r.stdout === `${root}/${dir}\n`, 'an absolute workdir under the root', r);
+		for (const workdir of ['/etc', '..', `${dir}/../../..`]) {
+			const text = refused('exec_command', await call(client, 'exec_command', { cmd: 'pwd', workdir }), 'VALIDATION');
+			note(`workdir ${workdir} -> ${short(text, 160)}`);
+		}
+		refused('exec_command', await call(client, 'exec_command', { cmd: 'pwd', workdir: `${dir}/missing` }), 'EXECUTION');
+		execIs('exec_command', await call(client, 'exec_command', { cmd: `rm -r ${dir}` }), 'done');
+	});
+};
+
 const ORDER = ['initialize', 'tools-list', 'tools-each', 'session', 'large-output', 'cancel', 'cancel-raw',
 	'cancel-other-session', 'pipelined', 'kill',
-	'progress', 'paths', 'bad-arguments', 'garbage', 'concurrent'];
+	'progress', 'paths', 'bad-arguments', 'garbage', 'concurrent',
+	'codex-list', 'codex-exec', 'codex-prompt', 'codex-cut', 'codex-tty', 'codex-workdir'];
 
 // ---------------------------------------------------------------------
 
