@@ -49,18 +49,7 @@
 #define EXEC_OUTPUT                                                                          \
 	"{\"type\":\"object\",\"required\":[\"session_id\",\"state\",\"stdout\",\"stderr\"," \
 	"\"exit_code\",\"wall_time_ms\"],\"properties\":{"                                   \
-	"\"session_id\":" MCP_NULLABLE("integer") ","                                        \
-	"\"state\":{\"type\":\"string\",\"enum\":[\"done\",\"running\",\"waiting_input\","   \
-	"\"idle\",\"closed\"]},"                                                             \
-	"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"                 \
-	"\"exit_code\":" MCP_NULLABLE("integer") ",\"signal\":" MCP_NULLABLE("string") ","   \
-	"\"duration_ms\":" MCP_NULLABLE("integer") ","                                       \
-	"\"stdout_dropped_bytes\":{\"type\":\"integer\"},"                                   \
-	"\"stdout_dropped_lines\":{\"type\":\"integer\"},"                                   \
-	"\"stdout_spill\":" MCP_NULLABLE("string") ","                                       \
-	"\"stderr_dropped_bytes\":{\"type\":\"integer\"},"                                   \
-	"\"stderr_dropped_lines\":{\"type\":\"integer\"},"                                   \
-	"\"stderr_spill\":" MCP_NULLABLE("string") ",\"message\":" MCP_NULLABLE("string") "," \
+	"\"session_id\":" MCP_NULLABLE("integer") "," MCP_COMMAND_PROPERTIES ","                \
 	"\"wall_time_ms\":{\"type\":\"integer\"},"                                           \
 	"\"token_dropped_bytes\":{\"type\":\"integer\"},"                                    \
 	"\"original_token_count\":" MCP_NULLABLE("integer") ","                              \

@@ -35,18 +35,7 @@ extern char **environ;
 	"{\"type\":\"object\",\"required\":[\"session\",\"state\",\"stdout\",\"stderr\"],"       \
 	"\"properties\":{"                                                                   \
 	"\"session\":{\"type\":\"string\"},"                                                 \
-	"\"state\":{\"type\":\"string\",\"enum\":[\"done\",\"running\",\"waiting_input\","   \
-	"\"idle\",\"closed\"]},"                                                             \
-	"\"command_number\":{\"type\":\"integer\"},"                                         \
-	"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"                 \
-	"\"exit_code\":" MCP_NULLABLE("integer") ",\"signal\":" MCP_NULLABLE("string") ","   \
-	"\"duration_ms\":" MCP_NULLABLE("integer") ","                                       \
-	"\"stdout_dropped_bytes\":{\"type\":\"integer\"},"                                   \
-	"\"stdout_dropped_lines\":{\"type\":\"integer\"},"                                   \
-	"\"stdout_spill\":" MCP_NULLABLE("string") ","                                       \
-	"\"stderr_dropped_bytes\":{\"type\":\"integer\"},"                                   \
-	"\"stderr_dropped_lines\":{\"type\":\"integer\"},"                                   \
-	"\"stderr_spill\":" MCP_NULLABLE("string") ",\"message\":" MCP_NULLABLE("string") "}}"
+	"\"command_number\":{\"type\":\"integer\"}," MCP_COMMAND_PROPERTIES "}}"
 
 /* ------------------------------------------------------------------ */
 /* Results                                                             */

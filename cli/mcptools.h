@@ -106,6 +106,22 @@ void mcp_tools_end(struct mcp_tools *T);
 /* A schema's type "t or null", as a JSON string literal. */
 #define MCP_NULLABLE(t) "{\"type\":[\"" t "\",\"null\"]}"
 
+/* The output schema's properties every shell tool's result has: its
+ * state, streams, end, and what shaping cut (bash*, exec_command,
+ * write_stdin). */
+#define MCP_COMMAND_PROPERTIES                                                               \
+	"\"state\":{\"type\":\"string\",\"enum\":[\"done\",\"running\",\"waiting_input\","   \
+	"\"idle\",\"closed\"]},"                                                             \
+	"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"                 \
+	"\"exit_code\":" MCP_NULLABLE("integer") ",\"signal\":" MCP_NULLABLE("string") ","   \
+	"\"duration_ms\":" MCP_NULLABLE("integer") ","                                       \
+	"\"stdout_dropped_bytes\":{\"type\":\"integer\"},"                                   \
+	"\"stdout_dropped_lines\":{\"type\":\"integer\"},"                                   \
+	"\"stdout_spill\":" MCP_NULLABLE("string") ","                                       \
+	"\"stderr_dropped_bytes\":{\"type\":\"integer\"},"                                   \
+	"\"stderr_dropped_lines\":{\"type\":\"integer\"},"                                   \
+	"\"stderr_spill\":" MCP_NULLABLE("string") ",\"message\":" MCP_NULLABLE("string")
+
 /* A result: structuredContent and one text block. */
 struct json_object *mcp_tool_result(struct json_object *structured, const char *text);
 /* isError with one line: "CATEGORY CODE: message". */
