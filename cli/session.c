@@ -11,6 +11,8 @@
  *   close ID                                        end the session
  *   list                                            the caller's sessions
  *
+ * A value may be joined to its option (--timeout=5).
+ *
  * Every one takes --json: one JSON object on stdout, whose fields
  * docs/sessions.md lists. Without it, a command's stdout and stderr go to
  * ours, and a line on stderr says what to do while it still runs.
@@ -24,6 +26,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -35,6 +38,7 @@
 #include <json-c/json.h>
 
 #include "jsontext.h"
+#include "options.h"
 #include "sessclient.h"
 #include "toolrun.pb-c.h"
 #include "util.h"
@@ -87,53 +91,97 @@ static bool verb_takes_id(const char *verb)
 	return strcmp(verb, "new") != 0 && strcmp(verb, "list") != 0;
 }
 
-/* Options may come in any order before "--" (run) or the TEXT (write). */
+enum session_option {
+	OPT_JSON = OPT_LONG_ONLY,
+	OPT_TTY,
+	OPT_EOF,
+	OPT_TIMEOUT,
+	OPT_SIGNAL,
+	OPT_CWD,
+	OPT_ENV,
+};
+
+static const struct option session_options[] = {
+	{"json", no_argument, NULL, OPT_JSON},
+	{"tty", no_argument, NULL, OPT_TTY},
+	{"eof", no_argument, NULL, OPT_EOF},
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"signal", required_argument, NULL, OPT_SIGNAL},
+	{"cwd", required_argument, NULL, OPT_CWD},
+	{"env", required_argument, NULL, OPT_ENV},
+	{NULL, 0, NULL, 0},
+};
+
+static int take_option(int opt, char *value, struct session_args *a)
+{
+	switch (opt) {
+	case OPT_JSON:
+		a->json = true;
+		return 0;
+	case OPT_TTY:
+		a->tty = true;
+		return 0;
+	case OPT_EOF:
+		a->eof = true;
+		return 0;
+	case 'n':
+		a->no_newline = true;
+		return 0;
+	case OPT_TIMEOUT:
+		if (!sess_parse_seconds(value, &a->timeout_ms))
+			return usage_error("--timeout %s: not a number of seconds from 0 to 3600",
+					   value);
+		a->has_timeout = true;
+		return 0;
+	case OPT_SIGNAL:
+		if (!sess_parse_signal(value, &a->signal))
+			return usage_error("--signal %s: not a signal (TERM, SIGTERM or a "
+					   "number from 1 to %d)", value, SESS_MAX_SIGNAL);
+		return 0;
+	case OPT_CWD:
+		a->cwd = value;
+		return 0;
+	case OPT_ENV:
+		if (!strchr(value, '=') || value[0] == '=')
+			return usage_error("--env %s: not NAME=VALUE", value);
+		a->env[a->nenv++] = value;
+		return 0;
+	default:
+		return usage_error("option %d: not handled", opt);
+	}
+}
+
+/* Options may come in any order before "--" (run) or the TEXT (write).
+ * getopt_long returns the words that are not options in order (the "-"
+ * at the head of optstring): the first is the ID of a verb that takes
+ * one, the next begins what follows the options; "--" ends them too. */
 static int parse_args(int argc, char **argv, struct session_args *a)
 {
 	a->verb = argv[0];
 	a->env = calloc((size_t)argc, sizeof(char *));
 	if (!a->env)
 		return usage_error("%s", "out of memory");
-	int i = 1;
-	for (; i < argc; i++) {
-		const char *o = argv[i];
-		bool has_value = i + 1 < argc;
-		if (strcmp(o, "--") == 0) {
-			i++;
-			break;
-		} else if (strcmp(o, "--json") == 0) {
-			a->json = true;
-		} else if (strcmp(o, "--tty") == 0) {
-			a->tty = true;
-		} else if (strcmp(o, "--eof") == 0) {
-			a->eof = true;
-		} else if (strcmp(o, "-n") == 0) {
-			a->no_newline = true;
-		} else if (strcmp(o, "--timeout") == 0 && has_value) {
-			if (!sess_parse_seconds(argv[++i], &a->timeout_ms))
-				return usage_error("--timeout %s: not a number of seconds from 0 to 3600",
-						   argv[i]);
-			a->has_timeout = true;
-		} else if (strcmp(o, "--signal") == 0 && has_value) {
-			if (!sess_parse_signal(argv[++i], &a->signal))
-				return usage_error("--signal %s: not a signal (TERM, SIGTERM or a "
-						   "number from 1 to %d)", argv[i], SESS_MAX_SIGNAL);
-		} else if (strcmp(o, "--cwd") == 0 && has_value) {
-			a->cwd = argv[++i];
-		} else if (strcmp(o, "--env") == 0 && has_value) {
-			if (!strchr(argv[++i], '=') || argv[i][0] == '=')
-				return usage_error("--env %s: not NAME=VALUE", argv[i]);
-			a->env[a->nenv++] = argv[i];
-		} else if (o[0] == '-' && o[1] && strcmp(o, "-") != 0) {
-			return usage_error("unknown option or missing value: %s", o);
+	int opt;
+	char shortname[4];
+	opterr = 0;
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "-:n", session_options, NULL)) != -1) {
+		if (opt == '?' || opt == ':')
+			return usage_error("unknown option or missing value: %s",
+					   option_refused(argv, shortname, sizeof(shortname)));
+		if (opt != 1) {
+			int r = take_option(opt, optarg, a);
+			if (r != 0)
+				return r;
 		} else if (verb_takes_id(a->verb) && !a->id) {
-			a->id = o;
+			a->id = optarg;
 		} else {
+			optind--;
 			break;
 		}
 	}
-	a->rest = argv + i;
-	a->nrest = argc - i;
+	a->rest = argv + optind;
+	a->nrest = argc - optind;
 	if (verb_takes_id(a->verb) && !a->id)
 		return usage_error("%s: which session? (an id from 'toolrun session new')", a->verb);
 	return 0;

@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@
 
 #include "files.h"
 #include "jsontext.h"
+#include "options.h"
 #include "path.h"
 #include "results.h"
 #include "search.h"
@@ -108,37 +110,91 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 
 /* ───────────────────────── options ───────────────────────── */
 
+enum tags_option {
+	OPT_EXEC_ENABLED = OPT_LONG_ONLY,
+	OPT_JSON,
+	OPT_PASSTHROUGH,
+	OPT_ROOT,
+	OPT_EXTENSIONS,
+	OPT_INDEX,
+	OPT_SESSION,
+	OPT_TIMEOUT,
+};
+
+static const struct option tags_options[] = {
+	{"exec-enabled", no_argument, NULL, OPT_EXEC_ENABLED},
+	{"json", no_argument, NULL, OPT_JSON},
+	{"passthrough", no_argument, NULL, OPT_PASSTHROUGH},
+	{"root", required_argument, NULL, OPT_ROOT},
+	{"extensions", required_argument, NULL, OPT_EXTENSIONS},
+	{"index", required_argument, NULL, OPT_INDEX},
+	{"session", required_argument, NULL, OPT_SESSION},
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{NULL, 0, NULL, 0},
+};
+
+/* One option or, as 1 (the "-" at the head of optstring: words that are
+ * not options come back in order), the input. */
+static int take_option(int opt, const char *value, struct tags_opts *o)
+{
+	switch (opt) {
+	case OPT_EXEC_ENABLED:
+		o->exec_enabled = true;
+		return 0;
+	case OPT_JSON:
+		o->json = true;
+		return 0;
+	case OPT_PASSTHROUGH:
+		o->passthrough = true;
+		return 0;
+	case OPT_ROOT:
+		o->root = value;
+		return 0;
+	case OPT_EXTENSIONS:
+		o->extensions = value;
+		return 0;
+	case OPT_INDEX:
+		o->index = value;
+		return 0;
+	case OPT_SESSION:
+		o->session = value;
+		return 0;
+	case OPT_TIMEOUT:
+		if (!sess_parse_seconds(value, &o->timeout_ms) || !o->timeout_ms)
+			return usage_error("--timeout %s: not a number of seconds "
+					   "above 0 and up to 3600", value);
+		return 0;
+	case 1:
+		if (o->file)
+			return usage_error("%s: one input only", value);
+		o->file = value;
+		return 0;
+	default:
+		return usage_error("option %d: not handled", opt);
+	}
+}
+
+/* argv[0] is the subcommand's name, as getopt expects. */
 static int parse_args(int argc, char **argv, struct tags_opts *o)
 {
+	int opt;
+	char shortname[4];
+
 	*o = (struct tags_opts){.root = ".", .timeout_ms = DEFAULT_TIMEOUT_MS};
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		bool has_value = i + 1 < argc;
-		if (strcmp(a, "--exec-enabled") == 0) {
-			o->exec_enabled = true;
-		} else if (strcmp(a, "--json") == 0) {
-			o->json = true;
-		} else if (strcmp(a, "--passthrough") == 0) {
-			o->passthrough = true;
-		} else if (strcmp(a, "--root") == 0 && has_value) {
-			o->root = argv[++i];
-		} else if (strcmp(a, "--extensions") == 0 && has_value) {
-			o->extensions = argv[++i];
-		} else if (strcmp(a, "--index") == 0 && has_value) {
-			o->index = argv[++i];
-		} else if (strcmp(a, "--session") == 0 && has_value) {
-			o->session = argv[++i];
-		} else if (strcmp(a, "--timeout") == 0 && has_value) {
-			if (!sess_parse_seconds(argv[++i], &o->timeout_ms) || !o->timeout_ms)
-				return usage_error("--timeout %s: not a number of seconds "
-						   "above 0 and up to 3600", argv[i]);
-		} else if (a[0] == '-' && a[1]) {
-			return usage_error("unknown option or missing value: %s", a);
-		} else if (!o->file) {
-			o->file = a;
-		} else {
-			return usage_error("%s: one input only", a);
-		}
+	opterr = 0;
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "-:", tags_options, NULL)) != -1) {
+		if (opt == '?' || opt == ':')
+			return usage_error("unknown option or missing value: %s",
+					   option_refused(argv, shortname, sizeof(shortname)));
+		int r = take_option(opt, optarg, o);
+		if (r != 0)
+			return r;
+	}
+	for (; optind < argc; optind++) {
+		int r = take_option(1, argv[optind], o);
+		if (r != 0)
+			return r;
 	}
 	return 0;
 }

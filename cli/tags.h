@@ -8,7 +8,7 @@
 
 #include "config.h"
 
-/* argv: the options and the FILE (what follows "tags"). Returns the exit
+/* argv: "tags", then its options and the FILE. Returns the exit
  * status: 0 all commands succeeded, 1 one or more failed, 2 usage or
  * configuration error, 124 an <exec> timed out. */
 int tags_main(const struct config *cfg, int argc, char **argv);

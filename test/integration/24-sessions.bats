@@ -578,6 +578,26 @@ daemon_fd_counts() {
 	session close "$sid" || true
 }
 
+@test "session: options take --opt=value too; an unknown option or one without its value is a usage error naming it" {
+	mkdir -p "$TR_DIR/eq-cwd"
+	out=$(session new --json --cwd="$TR_DIR/eq-cwd" --env=EQ_VAR=one=1)
+	sid=$(jf session "$out")
+	run --separate-stderr session run "$sid" --timeout=20 --json -- 'echo "$PWD $EQ_VAR"'
+	[ "$status" -eq 0 ]
+	[ "$(jf stdout)" = "$TR_DIR/eq-cwd one=1" ]
+	run --separate-stderr session run "$sid" --timeout=0.5 -- 'sleep 600'
+	[ "$status" -eq 124 ]
+	run --separate-stderr session kill "$sid" --signal=TERM --timeout=20 --json
+	[ "$status" -eq 143 ]
+	[ "$(jf exit_code)" = 143 ]
+	for bad in --bogus --json=1 -x --timeout; do
+		run --separate-stderr session read "$sid" "$bad"
+		[ "$status" -eq 2 ]
+		[ "${stderr%%$'\n'*}" = "toolrun session: unknown option or missing value: $bad" ]
+	done
+	session close "$sid" || true
+}
+
 @test "session: listed tools inside a session go through toolrund and the audit log" {
 	echo there >"$TR_DIR/s-audit.txt"
 	new_session

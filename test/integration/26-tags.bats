@@ -330,6 +330,20 @@ print(len(lines))' "$TR_DIR/names.jsonl"
 	[ "$status" -eq 124 ]
 }
 
+@test "options take --opt=value too; an unknown option or one without its value is a usage error naming it" {
+	run "$TR_CLI" tags --root="$REPO" --index="$TR_DIR/index.sqlite" --json <<<'<open README.md>'
+	[ "$status" -eq 0 ]
+	[ "$(jl 1 ok)" = true ]
+	run feed '<exec sleep 30>' --exec-enabled --timeout=0.5
+	[ "$status" -eq 124 ]
+	for bad in --bogus --json=1 -x --timeout; do
+		run --separate-stderr feed '<open README.md>' "$bad"
+		[ "$status" -eq 2 ]
+		[ "${stderr%%$'\n'*}" = "toolrun tags: unknown option or missing value: $bad" ]
+		[ -z "$output" ]
+	done
+}
+
 @test "--json golden transcript" {
 	rm -f "$REPO/golden.txt"
 	run tags --json --exec-enabled "$GOLDEN/basic.in"
