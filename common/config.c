@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <ini.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -805,15 +806,13 @@ static int check_lines(struct config *cfg, const char *text)
 	return 0;
 }
 
-int config_parse_text(struct config *cfg, const char *text)
+/* inih's settings are process-wide variables of the copy linked into
+ * us (statically: libtoolrun.so keeps it private), which nothing else
+ * sets: set once, before the first parse, whichever thread makes it. */
+static pthread_once_t inih_once = PTHREAD_ONCE_INIT;
+
+static void set_inih_options(void)
 {
-	struct parse_state st = {.cfg = cfg};
-
-	if (check_lines(cfg, text) < 0)
-		return -EINVAL;
-
-	/* inih's settings are process-wide variables; set them each time,
-	 * since nothing else in the process may use inih. */
 	ini_max_line = CONFIG_MAX_LINE;
 	ini_use_stack = true;
 	ini_stop_on_first_error = true;
@@ -821,7 +820,16 @@ int config_parse_text(struct config *cfg, const char *text)
 	ini_allow_inline_comments = true;
 	ini_inline_comment_prefixes = ";#";
 	ini_start_comment_prefixes = ";#";
+}
 
+int config_parse_text(struct config *cfg, const char *text)
+{
+	struct parse_state st = {.cfg = cfg};
+
+	if (check_lines(cfg, text) < 0)
+		return -EINVAL;
+
+	pthread_once(&inih_once, set_inih_options);
 	cfg->error[0] = '\0';
 	int line = ini_parse_string(text, handler, &st);
 	if (line == 0 && !st.failed)

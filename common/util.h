@@ -35,8 +35,9 @@
  *   with a comment saying why. write_all is not marked: most of its
  *   callers print a diagnostic on stderr, best effort.
  *
- * Everything here is async-signal-safe: the preload library uses it in
- * vfork children and in the fork child of multithreaded programs.
+ * Everything here but dir_open_at is async-signal-safe: the preload
+ * library uses it in vfork children and in the fork child of
+ * multithreaded programs.
  */
 #ifndef TOOLRUN_UTIL_H
 #define TOOLRUN_UTIL_H
@@ -121,7 +122,8 @@ int64_t wall_ms(void);
 
 /* A directory stream for path, opened from dirfd with flags (O_DIRECTORY
  * and O_CLOEXEC are added); with path "", one of its own over dirfd (a
- * copy: dirfd stays the caller's). NULL with errno set. */
+ * copy: dirfd stays the caller's). NULL with errno set. Not
+ * async-signal-safe: fdopendir allocates the stream. */
 DIR *dir_open_at(int dirfd, const char *path, int flags);
 
 /*

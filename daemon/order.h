@@ -2,7 +2,8 @@
  * Orders to the launcher: the listener's queue on the launcher's channel,
  * and the messages jobs send through it.
  *
- *   job.c, jobstart.c, output.c, session.c, sessionstart.c  ─ order_* ─►
+ *   job.c, jobstart.c, output.c, session.c, sessionstart.c,
+ *   conn.c (a front end's audit record)  ─ order_* ─►
  *       order_link  ─ Spawn (+fds), Kill, Release, CheckInput, OpenSpill,
  *       Audit, OpenPty, CheckWaiting ─►  launcher
  *

@@ -47,7 +47,8 @@ enum real_fn {
 	REAL_COUNT,
 };
 
-/* The library's whole state: the only mutable global of the process. */
+/* The library's state: the only mutable global of its own code (the
+ * inih linked into it has its settings too, set once: common/config.c). */
 struct preload {
 	void *real[REAL_COUNT];
 	struct cfgcache cache;
