@@ -110,12 +110,7 @@ static void conn_drop(struct conn *c)
 	conn_reader_next(c, false);
 	event_del(C->loop, &c->ev);
 	timer_cancel(C->loop, &c->deadline);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		C->list = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	LIST_REMOVE(c, link);
 	C->n--;
 	if (event_release(C->loop, c, conn_free) < 0) {
 		/* No memory even to defer: leak the struct, keep the fd sane. */
@@ -258,7 +253,8 @@ static void ask_reload(struct conn *c)
 
 void conns_answer_reloads(struct conns *C, bool ok, const char *message)
 {
-	for (struct conn *c = C->list; c; c = c->next) {
+	struct conn *c;
+	LIST_FOREACH(c, &C->list, link) {
 		if (c->dead || c->state != CONN_RELOADING)
 			continue;
 		int r = reply_reloaded(&c->out, ok, message);
@@ -694,7 +690,8 @@ static struct conn *oldest_waiting(struct conns *C, int slot)
 {
 	struct conn *found = NULL;
 
-	for (struct conn *c = C->list; c; c = c->next)
+	struct conn *c;
+	LIST_FOREACH(c, &C->list, link)
 		if (c->slot == slot && (c->state == CONN_HELLO || c->state == CONN_REQUEST))
 			found = c;
 	return found;
@@ -832,10 +829,7 @@ static struct conn *conn_new(struct conns *C, int fd)
 		conn_free(c);
 		return NULL;
 	}
-	c->next = C->list;
-	if (C->list)
-		C->list->prev = c;
-	C->list = c;
+	LIST_INSERT_HEAD(&C->list, c, link);
 	C->n++;
 	return c;
 }
@@ -897,6 +891,6 @@ int conns_listen(struct conns *C)
 
 void conns_drop_all(struct conns *C)
 {
-	while (C->list)
-		conn_drop(C->list);
+	while (!LIST_EMPTY(&C->list))
+		conn_drop(LIST_FIRST(&C->list));
 }

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <sys/types.h>
 
 #include "event.h"
@@ -83,7 +84,7 @@ struct conn {
 	struct job_client client; /* its job, if any: client.job */
 	struct session_peer peer; /* its session calls; peer.waiting_on: one waits */
 	uint32_t version;       /* the protocol version of its Hello */
-	struct conn *prev, *next;
+	LIST_ENTRY(conn) link;  /* in conns.list */
 };
 
 /* The connections of one listener process. */
@@ -95,7 +96,7 @@ struct conns {
 	struct event_source listen_ev;
 	struct timer accept_pause;
 
-	struct conn *list;      /* newest first */
+	LIST_HEAD(, conn) list; /* newest first */
 	unsigned n;
 	unsigned uid_conns[MAX_ALLOWED_UIDS]; /* open connections per allowed uid */
 	size_t buffered;        /* bytes of frames still arriving */

@@ -73,13 +73,8 @@ void timer_cancel(struct event_loop *loop, struct timer *t)
 {
 	if (!t->armed)
 		return;
-	if (t->prev)
-		t->prev->next = t->next;
-	else
-		loop->timers = t->next;
-	if (t->next)
-		t->next->prev = t->prev;
-	t->prev = t->next = NULL;
+	(void)loop; /* the entry unlinks itself, without the head */
+	LIST_REMOVE(t, link);
 	t->armed = false;
 }
 
@@ -92,17 +87,16 @@ void timer_arm(struct event_loop *loop, struct timer *t, int64_t delay_ms,
 	t->data = data;
 	t->armed = true;
 
-	/* Sorted insert: the timers are few (one per connection or job). */
-	struct timer **at = &loop->timers, *prev = NULL;
-	while (*at && (*at)->deadline_ms <= t->deadline_ms) {
-		prev = *at;
-		at = &(*at)->next;
-	}
-	t->next = *at;
-	t->prev = prev;
-	if (*at)
-		(*at)->prev = t;
-	*at = t;
+	/* Sorted insert, after the timers due no later: the timers are few
+	 * (one per connection or job). */
+	struct timer *before = NULL;
+	for (struct timer *at = LIST_FIRST(&loop->timers);
+	     at && at->deadline_ms <= t->deadline_ms; at = LIST_NEXT(at, link))
+		before = at;
+	if (before)
+		LIST_INSERT_AFTER(before, t, link);
+	else
+		LIST_INSERT_HEAD(&loop->timers, t, link);
 }
 
 int event_release(struct event_loop *loop, void *obj, void (*free_fn)(void *))
@@ -126,8 +120,8 @@ static void run_timers(struct event_loop *loop)
 {
 	int64_t now = monotonic_ms();
 
-	while (loop->timers && loop->timers->deadline_ms <= now) {
-		struct timer *t = loop->timers;
+	struct timer *t;
+	while ((t = LIST_FIRST(&loop->timers)) && t->deadline_ms <= now) {
 		timer_cancel(loop, t);
 		t->fn(loop, t->data);
 	}
@@ -151,8 +145,8 @@ int event_loop_run(struct event_loop *loop)
 			if (loop->stop)
 				break;
 		}
-		if (loop->timers) {
-			int64_t wait = loop->timers->deadline_ms - monotonic_ms();
+		if (!LIST_EMPTY(&loop->timers)) {
+			int64_t wait = LIST_FIRST(&loop->timers)->deadline_ms - monotonic_ms();
 			timeout = wait < 0 ? 0 : wait > 60000 ? 60000 : (int)wait;
 		}
 		int n = epoll_wait(loop->epfd, events, EVENT_BATCH, timeout);

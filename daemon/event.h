@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
+#include <sys/queue.h>
 
 #include "util.h"
 
@@ -32,7 +33,7 @@ struct timer {
 	int64_t deadline_ms;
 	timer_fn fn;
 	void *data;
-	struct timer *prev, *next;
+	LIST_ENTRY(timer) link; /* in event_loop.timers while armed */
 	bool armed;
 };
 
@@ -48,7 +49,7 @@ struct release {
 struct event_loop {
 	int epfd;
 	bool stop;
-	struct timer *timers; /* sorted by deadline */
+	LIST_HEAD(, timer) timers; /* sorted by deadline */
 	struct release *releases;
 	/* Called once per turn, after the handlers and before the loop
 	 * sleeps (event_loop_before_sleep). */

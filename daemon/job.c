@@ -37,7 +37,8 @@
 
 struct job *job_find(struct jobs *J, uint64_t id)
 {
-	for (struct job *j = J->list; j; j = j->next)
+	struct job *j;
+	LIST_FOREACH(j, &J->list, link)
 		if (j->id == id)
 			return j;
 	return NULL;
@@ -129,12 +130,7 @@ static void job_unlink(struct job *j)
 	timer_cancel(J->loop, &j->timeout);
 	output_close(&j->out[0]);
 	output_close(&j->out[1]);
-	if (j->prev)
-		j->prev->next = j->next;
-	else
-		J->list = j->next;
-	if (j->next)
-		j->next->prev = j->prev;
+	LIST_REMOVE(j, link);
 	if (j->client)
 		j->client->job = NULL;
 	J->running--;
@@ -531,8 +527,8 @@ void jobs_free(struct jobs *J)
 
 void jobs_stop_all(struct jobs *J)
 {
-	while (J->list) {
-		struct job *j = J->list;
+	struct job *j;
+	while ((j = LIST_FIRST(&J->list))) {
 		if (j->client) {
 			j->client->job = NULL;
 			j->client = NULL;

@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -82,7 +83,7 @@ struct jobs {
 	time_t cfg_read_at;       /* when it was read, for messages */
 	struct order_link *orders;
 	const size_t *queued_total; /* bytes waiting for all clients */
-	struct job *list;
+	LIST_HEAD(, job) list;    /* newest first */
 	unsigned running;
 	uint64_t next_id;
 	uint64_t served;
@@ -159,7 +160,7 @@ struct job {
 	struct timer timeout;
 	int pending_signals[16];
 	unsigned npending;
-	struct job *prev, *next;
+	LIST_ENTRY(job) link;     /* in jobs.list */
 };
 
 /* The context, before the loop runs. Returns 0, or -ENOMEM. */

@@ -122,10 +122,7 @@ static struct job *job_new(struct jobs *J, const struct job_caller *who,
 	exe[n] = '\0';
 	snprintf(j->name, sizeof(j->name), "%.63s", path_base_name(exe));
 	snprintf(j->tool, sizeof(j->tool), "-");
-	j->next = J->list;
-	if (J->list)
-		J->list->prev = j;
-	J->list = j;
+	LIST_INSERT_HEAD(&J->list, j, link);
 	J->running++;
 	client->job = j;
 	return j;

@@ -9,6 +9,7 @@
 #include <termios.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/queue.h>
 #include <sys/resource.h>
 #include <sys/fsuid.h>
 #include <sys/signalfd.h>
@@ -48,7 +49,7 @@ struct launched {
 	ino_t stdin_ino;
 	uid_t uid;          /* whom it runs as (Spawn.uid, gid) */
 	gid_t gid;
-	struct launched *next;
+	LIST_ENTRY(launched) link; /* in launcher.jobs */
 };
 
 /* The launcher process's one context. */
@@ -60,7 +61,7 @@ struct launcher {
 	struct child_filters filters;
 	struct frame_reader reader;
 	int fds[FRAME_MAX_ORDER_FDS]; /* a Spawn's: the client's and the listener's */
-	struct launched *jobs;
+	LIST_HEAD(, launched) jobs; /* newest first */
 	struct auditlog audit;
 	struct launcher_callers callers;
 	bool root;          /* runs as uid 0: its programs' capabilities are root's */
@@ -196,9 +197,10 @@ static uint64_t command_below(const struct launcher *L, pid_t caller)
 	pid_t roots[64];
 	uint64_t ids[ARRAY_SIZE(roots)];
 	size_t n = 0;
+	const struct launched *j;
 
-	for (const struct launched *j = L->jobs; j && n < ARRAY_SIZE(roots); j = j->next)
-		if (j->command && !j->exited) {
+	LIST_FOREACH(j, &L->jobs, link)
+		if (n < ARRAY_SIZE(roots) && j->command && !j->exited) {
 			roots[n] = j->pid;
 			ids[n++] = j->job;
 		}
@@ -333,8 +335,7 @@ out:
 			j->stdin_ino = in.st_ino;
 			j->uid = (uid_t)s->uid;
 			j->gid = (gid_t)s->gid;
-			j->next = L->jobs;
-			L->jobs = j;
+			LIST_INSERT_HEAD(&L->jobs, j, link);
 		}
 	}
 	report_spawned(L, s->job, err ? 0 : pid, err, step,
@@ -368,18 +369,18 @@ static void audit(struct launcher *L, const Toolrun__Launcher__Audit *a)
 		report_audit_log(L);
 }
 
-static struct launched **find(struct launcher *L, uint64_t job)
+static struct launched *find(struct launcher *L, uint64_t job)
 {
-	struct launched **at = &L->jobs;
-	while (*at && (*at)->job != job)
-		at = &(*at)->next;
-	return at;
+	struct launched *j;
+	LIST_FOREACH(j, &L->jobs, link)
+		if (j->job == job)
+			return j;
+	return NULL;
 }
 
-static void forget(struct launched **at)
+static void forget(struct launched *j)
 {
-	struct launched *j = *at;
-	*at = j->next;
+	LIST_REMOVE(j, link);
 	free(j);
 }
 
@@ -414,7 +415,7 @@ static void report_killed(struct launcher *L, const struct launched *j, uint64_t
 
 static void kill_job(struct launcher *L, const Toolrun__Launcher__Kill *k)
 {
-	struct launched *j = *find(L, k->job);
+	struct launched *j = find(L, k->job);
 	unsigned processes = 0;
 
 	if (j && k->signo > 0 && k->signo < NSIG) {
@@ -429,8 +430,7 @@ static void kill_job(struct launcher *L, const Toolrun__Launcher__Kill *k)
 
 static void release_job(struct launcher *L, uint64_t job)
 {
-	struct launched **at = find(L, job);
-	struct launched *j = *at;
+	struct launched *j = find(L, job);
 
 	if (!j)
 		return;
@@ -438,7 +438,7 @@ static void release_job(struct launcher *L, uint64_t job)
 	 * running, as `docker exec` does: the agent may have started a
 	 * server for its next command. */
 	if (j->exited) {
-		forget(at);
+		forget(j);
 		return;
 	}
 	/* Still running: end its group (a command's whole tree); reaped
@@ -453,7 +453,7 @@ static void check_input(struct launcher *L, uint64_t job)
 {
 	Toolrun__Launcher__InputState s = TOOLRUN__LAUNCHER__INPUT_STATE__INIT;
 	Toolrun__Launcher__FromLauncher m = TOOLRUN__LAUNCHER__FROM_LAUNCHER__INIT;
-	const struct launched *j = *find(L, job);
+	const struct launched *j = find(L, job);
 
 	s.job = job;
 	/* The program leads its own session: what runs in it is the job,
@@ -572,8 +572,9 @@ static size_t input_readers(struct launcher *L, const struct launched *session, 
 	size_t n = 0;
 
 	sids[n++] = session->pid;
-	for (struct launched *k = L->jobs; k && n < max; k = k->next)
-		if (k != session && !k->exited && k->uid == session->uid && k->stdin_fifo &&
+	const struct launched *k;
+	LIST_FOREACH(k, &L->jobs, link)
+		if (n < max && k != session && !k->exited && k->uid == session->uid && k->stdin_fifo &&
 		    k->stdin_dev == dev && k->stdin_ino == ino)
 			sids[n++] = k->pid;
 	return n;
@@ -583,7 +584,7 @@ static void check_waiting(struct launcher *L, const Toolrun__Launcher__CheckWait
 {
 	Toolrun__Launcher__WaitingState w = TOOLRUN__LAUNCHER__WAITING_STATE__INIT;
 	Toolrun__Launcher__FromLauncher m = TOOLRUN__LAUNCHER__FROM_LAUNCHER__INIT;
-	const struct launched *j = *find(L, c->job);
+	const struct launched *j = find(L, c->job);
 
 	w.job = c->job;
 	w.unknown = true;
@@ -674,22 +675,23 @@ static void reap(struct launcher *L)
 		pid_t pid = wait4(-1, &status, WNOHANG, &ru);
 		if (pid <= 0)
 			return;
-		struct launched **at = &L->jobs;
-		while (*at && ((*at)->pid != pid || (*at)->exited))
-			at = &(*at)->next;
-		if (!*at)
+		struct launched *j;
+		LIST_FOREACH(j, &L->jobs, link)
+			if (j->pid == pid && !j->exited)
+				break;
+		if (!j)
 			continue; /* an orphan we adopted as subreaper */
 
 		/* The leader is gone: end what remains of a tool's group now,
 		 * while the group id cannot yet have been reused. A command's
 		 * background processes live on, as after `docker exec`. */
-		if (!(*at)->command)
+		if (!j->command)
 			kill(-pid, SIGKILL);
-		if (!(*at)->released) {
+		if (!j->released) {
 			Toolrun__Launcher__Exited e = TOOLRUN__LAUNCHER__EXITED__INIT;
 			Toolrun__Launcher__FromLauncher m =
 				TOOLRUN__LAUNCHER__FROM_LAUNCHER__INIT;
-			e.job = (*at)->job;
+			e.job = j->job;
 			e.wait_status = status;
 			e.user_us = timeval_us(&ru.ru_utime);
 			e.system_us = timeval_us(&ru.ru_stime);
@@ -699,16 +701,17 @@ static void reap(struct launcher *L)
 		}
 		/* A command's session may outlive its leader (a background
 		 * job still writing): the listener's Release ends it. */
-		if ((*at)->command && !(*at)->released)
-			(*at)->exited = true;
+		if (j->command && !j->released)
+			j->exited = true;
 		else
-			forget(at);
+			forget(j);
 	}
 }
 
 static void shutdown_all(struct launcher *L)
 {
-	for (struct launched *j = L->jobs; j; j = j->next) {
+	struct launched *j;
+	LIST_FOREACH(j, &L->jobs, link) {
 		if (j->command)
 			kill_tree(j, SIGKILL, false);
 		if (!j->exited)

@@ -744,7 +744,8 @@ static void session_list(struct sessions *S, struct session_peer *p)
 		reply_error_to(p, "", TOOLRUN__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		return;
 	}
-	for (struct session *s = S->list; s; s = s->next) {
+	struct session *s;
+	TAILQ_FOREACH(s, &S->list, link) {
 		if (s->uid != p->who.uid || s->phase == SESSION_ENDED)
 			continue;
 		Toolrun__SessionInfo *i = &infos[r.n_sessions];
@@ -845,8 +846,8 @@ void sessions_peer_gone(struct sessions *S, struct session_peer *p)
 
 void sessions_stop_all(struct sessions *S)
 {
-	for (struct session *s = S->list, *next; s; s = next) {
-		next = s->next;
+	for (struct session *s = TAILQ_FIRST(&S->list), *next; s; s = next) {
+		next = TAILQ_NEXT(s, link);
 		if (s->phase != SESSION_ENDED)
 			session_end(s, "toolrund is stopping");
 	}

@@ -27,6 +27,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <sys/types.h>
 
 #include "event.h"
@@ -138,13 +139,13 @@ struct session {
 	struct timer check_timer;  /* the next look for a command waiting for input */
 	struct timer idle_timer;   /* session_idle; SIGKILL after SIGHUP when closing */
 	int64_t created_ms, last_call_ms;
-	struct session *prev, *next;
+	TAILQ_ENTRY(session) link; /* in sessions.list */
 };
 
 /* The sessions of one listener process. */
 struct sessions {
 	struct jobs *J;           /* the loop, the config, the launcher's link */
-	struct session *list;     /* oldest first */
+	TAILQ_HEAD(, session) list; /* oldest first */
 	unsigned count;           /* in the list, ended ones included */
 	const uid_t *served;      /* the uids toolrund serves: each is sure of */
 	unsigned nserved;         /* session_max / nserved sessions (at_limit) */

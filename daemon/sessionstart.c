@@ -91,7 +91,8 @@ static bool builtin_path(const char *preload, char *out, size_t len)
 
 struct session *session_by_id(struct sessions *S, const char *id, uid_t uid)
 {
-	for (struct session *s = S->list; s; s = s->next)
+	struct session *s;
+	TAILQ_FOREACH(s, &S->list, link)
 		if (s->uid == uid && strcmp(s->id, id) == 0)
 			return s;
 	return NULL;
@@ -99,7 +100,8 @@ struct session *session_by_id(struct sessions *S, const char *id, uid_t uid)
 
 struct session *session_by_job(struct sessions *S, uint64_t job)
 {
-	for (struct session *s = S->list; s; s = s->next)
+	struct session *s;
+	TAILQ_FOREACH(s, &S->list, link)
 		if (s->job_id == job)
 			return s;
 	return NULL;
@@ -109,6 +111,7 @@ void sessions_init(struct sessions *S, struct jobs *J, const uid_t *served,
 		   unsigned nserved)
 {
 	*S = (struct sessions){.J = J, .served = served, .nserved = nserved};
+	TAILQ_INIT(&S->list);
 }
 
 /* ------------------------------------------------------------------ */
@@ -476,14 +479,16 @@ bool sessions_on_pty(struct sessions *S, uint64_t id, int err, int master, int s
 static unsigned sessions_of(const struct sessions *S, uid_t uid)
 {
 	unsigned n = 0;
-	for (const struct session *s = S->list; s; s = s->next)
+	const struct session *s;
+	TAILQ_FOREACH(s, &S->list, link)
 		n += s->uid == uid && s->phase != SESSION_ENDED;
 	return n;
 }
 
 static bool id_taken(const struct sessions *S, const char *id)
 {
-	for (const struct session *s = S->list; s; s = s->next)
+	const struct session *s;
+	TAILQ_FOREACH(s, &S->list, link)
 		if (strcmp(s->id, id) == 0)
 			return true;
 	return false;
@@ -528,14 +533,7 @@ static struct session *session_alloc(struct sessions *S, const struct session_pe
 	if (p->who.ngroups)
 		memcpy(s->groups, p->who.groups, p->who.ngroups * sizeof(gid_t));
 	s->ngroups = p->who.ngroups;
-	struct session *last = S->list;
-	while (last && last->next)
-		last = last->next;
-	s->prev = last;
-	if (last)
-		last->next = s;
-	else
-		S->list = s;
+	TAILQ_INSERT_TAIL(&S->list, s, link);
 	S->count++;
 	return s;
 }
@@ -560,7 +558,8 @@ static void count_room(const struct sessions *S, uid_t uid, struct session_room 
 	unsigned n = S->nserved ? S->nserved : 1;
 
 	*r = (struct session_room){.share = MAX(S->J->cfg->session_max / n, 1u)};
-	for (const struct session *s = S->list; s; s = s->next)
+	const struct session *s;
+	TAILQ_FOREACH(s, &S->list, link)
 		r->live += s->phase != SESSION_ENDED;
 	r->mine = sessions_of(S, uid);
 	for (unsigned i = 0; i < S->nserved; i++)
@@ -694,12 +693,7 @@ void session_forget(struct session *s)
 	if (s->client.job)
 		job_client_gone(s->client.job);
 	session_close_fds(s);
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		S->list = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
+	TAILQ_REMOVE(&S->list, s, link);
 	S->count--;
 	if (event_release(loop, s, session_free) < 0)
 		log_error("out of memory: session %s not freed", s->id);
