@@ -1,8 +1,8 @@
 /*
  * What the CLI's subcommands share around getopt_long.
  */
-#ifndef TOOLRUN_CLI_OPTIONS_H
-#define TOOLRUN_CLI_OPTIONS_H
+#ifndef TOOLRUN_CLIENT_OPTIONS_H
+#define TOOLRUN_CLIENT_OPTIONS_H
 
 #include <stddef.h>
 

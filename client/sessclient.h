@@ -4,8 +4,8 @@
  * tags`: one connection, calls one at a time, replies in parts gathered,
  * and the JSON every front end shows for a reply (docs/sessions.md).
  */
-#ifndef TOOLRUN_CLI_SESSCLIENT_H
-#define TOOLRUN_CLI_SESSCLIENT_H
+#ifndef TOOLRUN_CLIENT_SESSCLIENT_H
+#define TOOLRUN_CLIENT_SESSCLIENT_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -2,8 +2,8 @@
  * The CLI's messages to and from toolrund, one frame each
  * (proto/README.md).
  */
-#ifndef TOOLRUN_CLI_WIRE_H
-#define TOOLRUN_CLI_WIRE_H
+#ifndef TOOLRUN_CLIENT_WIRE_H
+#define TOOLRUN_CLIENT_WIRE_H
 
 #include "frame.h"
 #include "toolrun.pb-c.h"

@@ -6,10 +6,10 @@
  * says which where it is not the first.
  *   1. Negative errno, the default: a function that can fail returns an
  *      int (or ssize_t, int64_t), 0 or a count on success, -ENOENT,
- *      -EPROTO, ... on failure. Most of common/, proto/, daemon/, cli/wire.c
+ *      -EPROTO, ... on failure. Most of common/, proto/, daemon/, client/wire.c
  *      and preload/. Where the caller must also say what failed, a buffer
  *      (char *why / *err, size_t len) gets one line naming the object:
- *      daemon/sandbox.c, sock.c, spill.c, auditlog.c, preload/connect.c;
+ *      daemon/sandbox.c, sock.c, spill.c, auditlog.c, client/connect.c;
  *      config.c puts it in cfg->error.
  *   2. An expected outcome the caller must handle is a positive value,
  *      named in an enum or in the header: fd_walk's FD_WALK_NO_DIR,
@@ -17,9 +17,8 @@
  *   3. 0 or -1 with a one-line reason, where a failure has no errno of
  *      its own (a refusal, a malformed request) and the caller only passes
  *      the reason on: job_start and session_attach_command (why), the
- *      session client (cli/sessclient.h, why), and front/ with the front
- *      ends in cli/ (struct front_error: a code, a category, a message;
- *      front.h).
+ *      session client (client/sessclient.h, why), and front/ (struct
+ *      front_error: a code, a category, a message; front/core/front.h).
  *   4. -1 (or NULL) with errno set, as the call it stands for: what
  *      reports like a syscall to a caller that expects one. launch_spawn
  *      (a fork), execcheck (execve's errno), dir_open_at, and the

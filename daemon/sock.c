@@ -211,7 +211,7 @@ void sock_close(struct listen_socket *ls)
 	    st.st_ino == ls->ino)
 		unlink(ls->path);
 	/* We hold the lock, so no other daemon uses this file: without it,
-	 * clients know that nobody is coming back (preload/connect.h). */
+	 * clients know that nobody is coming back (client/connect.h). */
 	if (ls->lock_fd >= 0) {
 		char lock[CONFIG_SOCKET_MAX + 8];
 		snprintf(lock, sizeof(lock), "%s.lock", ls->path);

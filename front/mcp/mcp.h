@@ -2,8 +2,8 @@
  * toolrun mcp: a Model Context Protocol server on stdin and stdout
  * (docs/mcp.md).
  */
-#ifndef TOOLRUN_CLI_MCP_H
-#define TOOLRUN_CLI_MCP_H
+#ifndef TOOLRUN_FRONT_MCP_H
+#define TOOLRUN_FRONT_MCP_H
 
 #include "config.h"
 

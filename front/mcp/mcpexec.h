@@ -7,8 +7,8 @@
  * runs on gets a session_id, a small integer, for write_stdin, until a
  * reply reports its end. The server closes those still open when it ends.
  */
-#ifndef TOOLRUN_CLI_MCPEXEC_H
-#define TOOLRUN_CLI_MCPEXEC_H
+#ifndef TOOLRUN_FRONT_MCPEXEC_H
+#define TOOLRUN_FRONT_MCPEXEC_H
 
 #include <limits.h>
 #include <stdbool.h>

@@ -12,8 +12,8 @@
  * session's answer, so that it can answer pings, interrupt a cancelled
  * command and send progress while a command runs.
  */
-#ifndef TOOLRUN_CLI_MCPTOOLS_H
-#define TOOLRUN_CLI_MCPTOOLS_H
+#ifndef TOOLRUN_FRONT_MCPTOOLS_H
+#define TOOLRUN_FRONT_MCPTOOLS_H
 
 #include <stdbool.h>
 

@@ -4,7 +4,7 @@
  *              [--session ID] [FILE|-]
  *
  * The interpreter of seed 004: a model's text, read from FILE or stdin as
- * it arrives, goes through the scanner (front/tagscan.h); each command it
+ * it arrives, goes through the scanner (front/core/tagscan.h); each command it
  * delivers runs at once and its answer is written and flushed before the
  * next byte is read, so that a live stream gets its answers live.
  *

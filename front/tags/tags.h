@@ -3,8 +3,8 @@
  * <open>, <write>, <search>, <grep>, <tree> and <exec> run as they arrive
  * on a stream (docs/tags.md).
  */
-#ifndef TOOLRUN_CLI_TAGS_H
-#define TOOLRUN_CLI_TAGS_H
+#ifndef TOOLRUN_FRONT_TAGS_H
+#define TOOLRUN_FRONT_TAGS_H
 
 #include "config.h"
 

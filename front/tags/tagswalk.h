@@ -3,8 +3,8 @@
  * policy let through, without following symbolic links and skipping
  * directories named .git.
  */
-#ifndef TOOLRUN_CLI_TAGSWALK_H
-#define TOOLRUN_CLI_TAGSWALK_H
+#ifndef TOOLRUN_FRONT_TAGSWALK_H
+#define TOOLRUN_FRONT_TAGSWALK_H
 
 #include <json-c/json.h>
 

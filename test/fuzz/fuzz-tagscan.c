@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the scanner of `toolrun tags` (front/tagscan.c):
+ * libFuzzer harness for the scanner of `toolrun tags` (front/core/tagscan.c):
  * a model's text is bytes from outside. For any input:
  *   - the events (text, commands, errors) are the same whether the input
  *     comes whole or cut in pieces at places the input itself chooses:

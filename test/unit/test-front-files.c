@@ -1,5 +1,5 @@
 /*
- * Unit tests for front/files.c in a real temporary root: line ranges,
+ * Unit tests for front/core/files.c in a real temporary root: line ranges,
  * from the start and from the end, numbering, the budget, line counts,
  * binary files, atomic writes that keep the mode and leave nothing
  * behind when they fail, and edits.

@@ -1,5 +1,5 @@
 /*
- * Unit tests for front/path.c in a real temporary tree: the seed's table
+ * Unit tests for front/core/path.c in a real temporary tree: the seed's table
  * of path traversal attacks, symbolic links in and out of the root, the
  * extension allow-list and the errors of ordinary mistakes. Every case
  * runs twice: with openat2 where the kernel has it, and with the walk

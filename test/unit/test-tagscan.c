@@ -1,5 +1,5 @@
 /*
- * Unit tests for front/tagscan.c: the seed's scanner table (§6.2) and the
+ * Unit tests for front/core/tagscan.c: the seed's scanner table (§6.2) and the
  * edges of the grammar docs/tags.md states. Each case is fed whole, byte
  * by byte and in random chunks: the calls the scanner makes, written as
  * one transcript, must be the same every time, since a live stream may be

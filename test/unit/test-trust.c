@@ -1,5 +1,5 @@
 /*
- * Unit tests for preload/trust.c: whether toolrund's socket may be
+ * Unit tests for client/trust.c: whether toolrund's socket may be
  * trusted, from the real modes and owners of directories made for the
  * test and the credentials of a real peer. The owner and peer cases need
  * root (chown, another uid) and skip without it.

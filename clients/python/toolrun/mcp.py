@@ -43,7 +43,7 @@ PROTOCOL_VERSION = "2025-11-25"
 CLIENT_INFO = {"name": "toolrun-python", "version": "0.1.0"}
 
 # How long toolrun mcp itself waits on toolrund past a call's own wait
-# before it gives up with its own error (cli/mcp.c, ANSWER_GRACE_MS), and
+# before it gives up with its own error (front/mcp/mcp.c, ANSWER_GRACE_MS), and
 # our margin on top, so that its error reaches us before our deadline.
 SERVER_GRACE_S = 10.0
 MARGIN_S = 10.0
