@@ -322,7 +322,7 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "session") == 0)
 		return session_main(cfg, argc - 2, argv + 2);
 	if (strcmp(argv[1], "mcp") == 0)
-		return mcp_main(cfg, argc - 2, argv + 2);
+		return mcp_main(cfg, argc - 1, argv + 1);
 	if (strcmp(argv[1], "tags") == 0)
 		return tags_main(cfg, argc - 1, argv + 1);
 	return usage(stderr, 2);

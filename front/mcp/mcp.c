@@ -18,8 +18,10 @@
 #include "mcp.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,7 @@
 
 #include "jsontext.h"
 #include "mcptools.h"
+#include "options.h"
 #include "util.h"
 
 #define LATEST_VERSION "2025-11-25"
@@ -554,12 +557,16 @@ static void serve(struct mcp_server *S, const struct queued *q)
 /* ------------------------------------------------------------------ */
 /* Main                                                                */
 
-static int usage(const char *why)
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {
-	fprintf(stderr, "toolrun mcp: %s\n"
-			"usage: toolrun mcp [--root DIR] [--tools toolrun|codex|all] [--session ID] "
-			"[--keep-sessions] [--extensions LIST] [--index FILE] [--embed-command CMD]\n",
-		why);
+	va_list ap;
+
+	fprintf(stderr, "toolrun mcp: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nusage: toolrun mcp [--root DIR] [--tools toolrun|codex|all] [--session ID] "
+			"[--keep-sessions] [--extensions LIST] [--index FILE] [--embed-command CMD]\n");
 	return 2;
 }
 
@@ -580,33 +587,76 @@ static bool parse_tool_sets(const char *v, unsigned *sets)
 	return false;
 }
 
+enum mcp_option {
+	OPT_ROOT = OPT_LONG_ONLY,
+	OPT_TOOLS,
+	OPT_SESSION,
+	OPT_KEEP_SESSIONS,
+	OPT_EXTENSIONS,
+	OPT_INDEX,
+	OPT_EMBED_COMMAND,
+};
+
+static const struct option mcp_long_options[] = {
+	{"root", required_argument, NULL, OPT_ROOT},
+	{"tools", required_argument, NULL, OPT_TOOLS},
+	{"session", required_argument, NULL, OPT_SESSION},
+	{"keep-sessions", no_argument, NULL, OPT_KEEP_SESSIONS},
+	{"extensions", required_argument, NULL, OPT_EXTENSIONS},
+	{"index", required_argument, NULL, OPT_INDEX},
+	{"embed-command", required_argument, NULL, OPT_EMBED_COMMAND},
+	{NULL, 0, NULL, 0},
+};
+
+/* One option, or as 1 (the "-" at the head of optstring) a word that is
+ * not one: toolrun mcp takes none. */
+static int take_option(int opt, const char *value, struct mcp_options *o)
+{
+	switch (opt) {
+	case OPT_ROOT:
+		o->root = value;
+		return 0;
+	case OPT_TOOLS:
+		return parse_tool_sets(value, &o->tool_sets)
+			       ? 0
+			       : usage_error("--tools takes toolrun, codex or all");
+	case OPT_SESSION:
+		o->session = value;
+		return 0;
+	case OPT_KEEP_SESSIONS:
+		o->keep_sessions = true;
+		return 0;
+	case OPT_EXTENSIONS:
+		o->extensions = value;
+		return 0;
+	case OPT_INDEX:
+		o->index_path = value;
+		return 0;
+	case OPT_EMBED_COMMAND:
+		o->embed_command = value;
+		return 0;
+	case 1:
+		return usage_error("unknown option: %.200s", value);
+	default:
+		return usage_error("option %d: not handled", opt);
+	}
+}
+
+/* argv[0] is the subcommand's name, as getopt expects. */
 static int parse_options(int argc, char **argv, struct mcp_options *o)
 {
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--keep-sessions") == 0) {
-			o->keep_sessions = true;
-			continue;
-		}
-		if (strcmp(a, "--tools") == 0) {
-			if (i + 1 == argc || !parse_tool_sets(argv[++i], &o->tool_sets))
-				return usage("--tools takes toolrun, codex or all");
-			continue;
-		}
-		const char **slot = strcmp(a, "--root") == 0		? &o->root
-				    : strcmp(a, "--session") == 0	? &o->session
-				    : strcmp(a, "--extensions") == 0	? &o->extensions
-				    : strcmp(a, "--index") == 0		? &o->index_path
-				    : strcmp(a, "--embed-command") == 0 ? &o->embed_command
-									: NULL;
-		if (!slot) {
-			char why[256];
-			snprintf(why, sizeof(why), "unknown option: %.200s", a);
-			return usage(why);
-		}
-		if (i + 1 == argc)
-			return usage("an option lacks its value");
-		*slot = argv[++i];
+	int opt;
+	char shortname[4];
+
+	opterr = 0;
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "-:", mcp_long_options, NULL)) != -1) {
+		if (opt == '?' || opt == ':')
+			return usage_error("unknown option or missing value: %s",
+					   option_refused(argv, shortname, sizeof(shortname)));
+		int r = take_option(opt, optarg, o);
+		if (r != 0)
+			return r;
 	}
 	return 0;
 }

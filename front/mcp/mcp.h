@@ -7,7 +7,7 @@
 
 #include "config.h"
 
-/* argv: the options after "mcp". Returns the exit status: 0 at the end
+/* argv: "mcp", then its options. Returns the exit status: 0 at the end
  * of input, 2 for a usage error or a root that cannot be used; on
  * SIGTERM, SIGHUP or SIGINT it closes its sessions and dies of that
  * signal instead. */

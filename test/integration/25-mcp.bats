@@ -238,6 +238,26 @@ for line in open(sys.argv[1], "rb"):
 	grep -q '"code":-32602,"message":"unknown tool: exec_command' "$TR_DIR/notools.out"
 }
 
+@test "25-mcp: options take --opt=value too; an unknown option or one without its value is a usage error naming it" {
+	echo "under the equals root" >"$MCP_ROOT/equals.txt"
+	{
+		rpc 1 read_file '{"path":"equals.txt"}'
+		rpc 2 exec_command '{"cmd":"echo codex-by-equals"}'
+	} | "$TR_CLI" mcp --root="$MCP_ROOT" --tools=codex >"$TR_DIR/equals.out"
+	grep -q 'under the equals root' "$TR_DIR/equals.out"
+	grep -q 'codex-by-equals' "$TR_DIR/equals.out"
+	run --separate-stderr "$TR_CLI" mcp --root="$MCP_ROOT" --tools=bash </dev/null
+	[ "$status" -eq 2 ]
+	[ "${stderr%%$'\n'*}" = "toolrun mcp: --tools takes toolrun, codex or all" ]
+	local bad
+	for bad in --bogus --keep-sessions=1 -x --root; do
+		run --separate-stderr "$TR_CLI" mcp --tools codex "$bad" </dev/null
+		[ "$status" -eq 2 ]
+		[ "${stderr%%$'\n'*}" = "toolrun mcp: unknown option or missing value: $bad" ]
+		[ -z "$output" ]
+	done
+}
+
 # A process carries TOOLRUN_SESSION=ID in its environment.
 session_processes_of() {
 	grep -qzx "TOOLRUN_SESSION=$1" /proc/[0-9]*/environ 2>/dev/null
