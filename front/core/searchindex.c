@@ -1,27 +1,21 @@
 /*
- * Ranked full-text search over the files under a root (search.h): an
- * SQLite FTS5 index on disk, brought up to date on each query, ranked by
- * bm25, optionally re-ranked by a user's embedding command.
+ * The search index (searchint.h): an SQLite FTS5 file per root, where
+ * it lives and how it is opened, its schema, and the update before each
+ * query that walks the root and indexes again the files that changed.
  */
-#include "search.h"
+#include "searchint.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
 #include <sqlite3.h>
 
 #include "digest.h"
@@ -42,16 +36,6 @@
 #define BINARY_PROBE SNIFF_WINDOW
 /* Directories deeper than this are not walked: fds stay bounded. */
 #define MAX_DEPTH 64
-/* Words of a query kept; the rest are dropped. */
-#define MAX_WORDS 32
-/* Snippets are cut to about this many bytes around the match. */
-#define SNIPPET_BYTES 200
-/* bm25 candidates an embedding command re-ranks. */
-#define EMBED_CANDIDATES 50
-/* An embedding command that runs longer than this is killed. */
-#define EMBED_TIMEOUT_MS 60000
-/* Output kept from an embedding command: a number per candidate. */
-#define EMBED_MAX_OUTPUT (64 * 1024)
 /* Another process updating the same index is waited for this long. */
 #define BUSY_TIMEOUT_MS 10000
 /* Bumped when the schema changes: an older index is dropped and rebuilt. */
@@ -66,7 +50,7 @@
  * would lose that; trigram would find any substring but ranks poorly with
  * bm25 (every trigram is a term) and finds nothing for words under three
  * letters. No stemming: code is not prose, and the line of a hit is found
- * by the same word boundaries (find_word).
+ * by the same word boundaries (searchquery.c's find_word).
  */
 static const char SCHEMA[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
@@ -86,38 +70,6 @@ struct indexer {
 	sqlite3_stmt *get_file, *put_file, *new_id, *del_range, *put_chunk, *put_seen;
 	uint64_t updated;
 };
-
-/* A query's words (runs of word bytes), as offsets into a copy. */
-struct words {
-	char *buf;
-	const char *word[MAX_WORDS];
-	size_t n;
-};
-
-/* One bm25 candidate. */
-struct candidate {
-	struct search_hit hit;
-	char *text; /* the chunk, for an embedding command */
-	double bm25_score;
-	double embed_score;
-	size_t rank; /* bm25 order: the tie-break */
-};
-
-struct candidates {
-	struct candidate *c;
-	size_t n;
-};
-
-static int db_fail(struct front_error *e, sqlite3 *db, const char *index_path)
-{
-	return front_fail(e, FRONT_EXECUTION, "INDEX_ERROR", "%s: %s", index_path,
-			  sqlite3_errmsg(db));
-}
-
-static int no_memory(struct front_error *e)
-{
-	return front_fail(e, FRONT_INTERNAL, "NO_MEMORY", "search: out of memory");
-}
 
 /* ───────────────────────── the index file ───────────────────────── */
 
@@ -225,8 +177,7 @@ static int index_dir(char *dir, size_t len, struct front_error *e)
 			  shared, shared);
 }
 
-/* <index_dir>/search-<16 hex of sha256(root)>.sqlite. */
-static int default_index_path(const char *root, char *out, size_t len, struct front_error *e)
+int search_default_index_path(const char *root, char *out, size_t len, struct front_error *e)
 {
 	char dir[PATH_MAX];
 	uint8_t md[DIGEST_SHA256_SIZE];
@@ -246,7 +197,7 @@ static int default_index_path(const char *root, char *out, size_t len, struct fr
 static int exec_sql(sqlite3 *db, const char *index_path, const char *sql, struct front_error *e)
 {
 	return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0
-								      : db_fail(e, db, index_path);
+								      : search_db_fail(e, db, index_path);
 }
 
 /* One integer from a query of one row (user_version, ...). */
@@ -263,7 +214,7 @@ static int query_int(sqlite3 *db, const char *sql, int64_t *out)
 
 /* Open the index: waits for another process rather than failing (two MCP
  * servers on one root), WAL so that readers never block the writer. */
-static int open_index(const char *index_path, sqlite3 **db, struct front_error *e)
+int search_open_index(const char *index_path, sqlite3 **db, struct front_error *e)
 {
 	/* Debian builds FTS5 in; a build without it could not search at all. */
 	if (!sqlite3_compileoption_used("ENABLE_FTS5"))
@@ -275,8 +226,8 @@ static int open_index(const char *index_path, sqlite3 **db, struct front_error *
 				NULL);
 	if (r != SQLITE_OK) {
 		if (!*db)
-			return no_memory(e);
-		db_fail(e, *db, index_path);
+			return search_no_memory(e);
+		search_db_fail(e, *db, index_path);
 		sqlite3_close(*db);
 		*db = NULL;
 		return -1;
@@ -289,7 +240,7 @@ static int open_index(const char *index_path, sqlite3 **db, struct front_error *
 	 * waits its turn whatever the mode. */
 	r = sqlite3_exec(*db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
 	if (r != SQLITE_OK && r != SQLITE_BUSY)
-		return db_fail(e, *db, index_path);
+		return search_db_fail(e, *db, index_path);
 	/* A cache: losing the last transaction on a power cut costs a re-index. */
 	return exec_sql(*db, index_path, "PRAGMA synchronous=NORMAL", e);
 }
@@ -302,7 +253,7 @@ static int ensure_schema(struct indexer *ix, struct front_error *e)
 	sqlite3_stmt *st = NULL;
 
 	if (query_int(ix->db, "PRAGMA user_version", &version) < 0)
-		return db_fail(e, ix->db, ix->index_path);
+		return search_db_fail(e, ix->db, ix->index_path);
 	if (version != SCHEMA_VERSION && exec_sql(ix->db, ix->index_path, DROP, e) < 0)
 		return -1;
 	if (exec_sql(ix->db, ix->index_path, SCHEMA, e) < 0)
@@ -316,23 +267,23 @@ static int ensure_schema(struct indexer *ix, struct front_error *e)
 	/* One index file given for two roots would mix their files. */
 	if (sqlite3_prepare_v2(ix->db, "SELECT value FROM meta WHERE key='root'", -1, &st, NULL) !=
 	    SQLITE_OK)
-		return db_fail(e, ix->db, ix->index_path);
+		return search_db_fail(e, ix->db, ix->index_path);
 	int r = sqlite3_step(st);
 	bool same = r == SQLITE_ROW &&
 		    strcmp((const char *)sqlite3_column_text(st, 0), ix->p->root) == 0;
 	sqlite3_finalize(st);
 	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		return db_fail(e, ix->db, ix->index_path);
+		return search_db_fail(e, ix->db, ix->index_path);
 	if (same)
 		return 0;
 	if (exec_sql(ix->db, ix->index_path, "DELETE FROM files; DELETE FROM chunks;", e) < 0 ||
 	    sqlite3_prepare_v2(ix->db, "INSERT OR REPLACE INTO meta VALUES('root', ?)", -1, &st,
 			       NULL) != SQLITE_OK)
-		return db_fail(e, ix->db, ix->index_path);
+		return search_db_fail(e, ix->db, ix->index_path);
 	sqlite3_bind_text(st, 1, ix->p->root, -1, SQLITE_STATIC);
 	r = sqlite3_step(st);
 	sqlite3_finalize(st);
-	return r == SQLITE_DONE ? 0 : db_fail(e, ix->db, ix->index_path);
+	return r == SQLITE_DONE ? 0 : search_db_fail(e, ix->db, ix->index_path);
 }
 
 static int prepare_all(struct indexer *ix, struct front_error *e)
@@ -360,7 +311,7 @@ static int prepare_all(struct indexer *ix, struct front_error *e)
 	for (size_t i = 0; i < ARRAY_SIZE(stmts); i++) {
 		sqlite3_stmt **st = (sqlite3_stmt **)((char *)ix + stmts[i].off);
 		if (sqlite3_prepare_v2(ix->db, stmts[i].sql, -1, st, NULL) != SQLITE_OK)
-			return db_fail(e, ix->db, ix->index_path);
+			return search_db_fail(e, ix->db, ix->index_path);
 	}
 	return 0;
 }
@@ -378,7 +329,7 @@ static int step_done(struct indexer *ix, sqlite3_stmt *st, struct front_error *e
 {
 	int r = sqlite3_step(st);
 	sqlite3_reset(st);
-	return r == SQLITE_DONE ? 0 : db_fail(e, ix->db, ix->index_path);
+	return r == SQLITE_DONE ? 0 : search_db_fail(e, ix->db, ix->index_path);
 }
 
 /* ───────────────────────── reading and chunking ───────────────────────── */
@@ -487,12 +438,12 @@ static int lookup_file(struct indexer *ix, const char *rel, const struct stat *s
 	if (r == SQLITE_ROW)
 		return 0;
 	if (r != SQLITE_DONE)
-		return db_fail(e, ix->db, ix->index_path);
+		return search_db_fail(e, ix->db, ix->index_path);
 	*unchanged = false;
 	r = sqlite3_step(ix->new_id);
 	*id = sqlite3_column_int64(ix->new_id, 0);
 	sqlite3_reset(ix->new_id);
-	return r == SQLITE_ROW ? 0 : db_fail(e, ix->db, ix->index_path);
+	return r == SQLITE_ROW ? 0 : search_db_fail(e, ix->db, ix->index_path);
 }
 
 static int mark_seen(struct indexer *ix, const char *rel, struct front_error *e)
@@ -518,7 +469,7 @@ static int visit_file(struct indexer *ix, int at, const char *name, const char *
 	if (unchanged)
 		return mark_seen(ix, rel, e);
 	if (read_text(at, name, &text, &len, &st) < 0)
-		return no_memory(e);
+		return search_no_memory(e);
 	if (!text)
 		return 0; /* not in seen: dropped from the index if it was in */
 	int64_t base = id << CHUNK_BITS;
@@ -605,7 +556,7 @@ static int64_t drop_unseen(struct indexer *ix, struct front_error *e)
 	if (sqlite3_prepare_v2(ix->db,
 			       "SELECT id FROM files WHERE path NOT IN (SELECT path FROM temp.seen)",
 			       -1, &st, NULL) != SQLITE_OK)
-		return db_fail(e, ix->db, ix->index_path);
+		return search_db_fail(e, ix->db, ix->index_path);
 	int r;
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t base = sqlite3_column_int64(st, 0) << CHUNK_BITS;
@@ -620,7 +571,7 @@ static int64_t drop_unseen(struct indexer *ix, struct front_error *e)
 	if (r != SQLITE_DONE ||
 	    exec_sql(ix->db, ix->index_path,
 		     "DELETE FROM files WHERE path NOT IN (SELECT path FROM temp.seen)", e) < 0)
-		return db_fail(e, ix->db, ix->index_path);
+		return search_db_fail(e, ix->db, ix->index_path);
 	return sqlite3_changes64(ix->db);
 }
 
@@ -648,7 +599,7 @@ static int update_index(struct indexer *ix, struct search_result *out, struct fr
 	    query_int(ix->db, "SELECT count(*) FROM files", &count) < 0 ||
 	    exec_sql(ix->db, ix->index_path, "COMMIT", e) < 0) {
 		if (e->code[0] == '\0')
-			db_fail(e, ix->db, ix->index_path);
+			search_db_fail(e, ix->db, ix->index_path);
 		finalize_all(ix);
 		sqlite3_exec(ix->db, "ROLLBACK", NULL, NULL, NULL);
 		return -1;
@@ -660,492 +611,10 @@ static int update_index(struct indexer *ix, struct search_result *out, struct fr
 	return 0;
 }
 
-/* ───────────────────────── the query ───────────────────────── */
-
-/* Bytes of a word: what unicode61 keeps in a token, near enough (any
- * byte of a multi-byte character counts; '_' joins the parts of an
- * identifier, which the tokenizer splits again). */
-static bool word_byte(unsigned char c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       c == '_' || c >= 0x80;
-}
-
-static bool token_byte(unsigned char c)
-{
-	return c != '_' && word_byte(c);
-}
-
-/* Split the query into words; a word of '_' alone is no word. */
-static int split_words(const char *query, struct words *w, struct front_error *e)
-{
-	w->n = 0;
-	w->buf = strdup(query);
-	if (!w->buf)
-		return no_memory(e);
-	for (char *s = w->buf; *s && w->n < MAX_WORDS;) {
-		while (*s && !word_byte((unsigned char)*s))
-			s++;
-		char *start = s;
-		bool real = false;
-		for (; word_byte((unsigned char)*s); s++)
-			real |= token_byte((unsigned char)*s);
-		bool more = *s != '\0';
-		*s = '\0';
-		if (real)
-			w->word[w->n++] = start;
-		if (more)
-			s++;
-	}
-	if (w->n == 0)
-		return front_fail(e, FRONT_SYNTAX, "EMPTY_QUERY",
-				  "search: the query has no words to search for");
-	return 0;
-}
-
-/*
- * "w1" OR "w2" ...: each word a quoted phrase, so that nothing in it is
- * FTS5 syntax (quotes doubled, though words hold none). OR, not AND: bm25
- * sums the words' scores, so chunks with all the words still rank first,
- * but a word the agent guessed wrong (a name not in the code) does not
- * empty the result, and a chunk with the rare words outranks one with
- * only the common ones.
- */
-static char *match_expr(const struct words *w)
-{
-	size_t cap = 1;
-	for (size_t i = 0; i < w->n; i++)
-		cap += 2 * strlen(w->word[i]) + 6;
-	char *out = malloc(cap);
-	if (!out)
-		return NULL;
-	char *o = out;
-	for (size_t i = 0; i < w->n; i++) {
-		if (i)
-			o = stpcpy(o, " OR ");
-		*o++ = '"';
-		for (const char *s = w->word[i]; *s; s++) {
-			if (*s == '"')
-				*o++ = '"';
-			*o++ = *s;
-		}
-		*o++ = '"';
-	}
-	*o = '\0';
-	return out;
-}
-
-/* needle (n bytes) in line[0, len), case-insensitive, on token
- * boundaries as the tokenizer sees them; its offset or -1. */
-static ssize_t find_word(const char *line, size_t len, const char *needle, size_t n)
-{
-	if (n == 0)
-		return -1;
-	for (size_t i = 0; i + n <= len; i++) {
-		if (i > 0 && token_byte((unsigned char)line[i - 1]))
-			continue;
-		if (i + n < len && token_byte((unsigned char)line[i + n]))
-			continue;
-		if (strncasecmp(line + i, needle, n) == 0)
-			return (ssize_t)i;
-	}
-	return -1;
-}
-
-/* The first line of the chunk holding one of the words (whole, or with
- * parts=true, a part between '_'): its offset in the chunk, its number
- * in the chunk, and where in it the word is. */
-static bool find_line(const char *text, const struct words *w, bool parts, size_t *line_off,
-		      size_t *line_len, uint64_t *line_no, size_t *at)
-{
-	size_t tlen = strlen(text);
-	uint64_t no = 0;
-
-	for (size_t off = 0; off < tlen; no++) {
-		const char *nl = memchr(text + off, '\n', tlen - off);
-		size_t len = nl ? (size_t)(nl - text) - off : tlen - off;
-		for (size_t i = 0; i < w->n; i++) {
-			for (const char *s = w->word[i]; *s;) {
-				size_t n = parts ? strcspn(s, "_") : strlen(s);
-				ssize_t pos = find_word(text + off, len, s, n);
-				if (pos >= 0) {
-					*line_off = off, *line_len = len, *line_no = no;
-					*at = (size_t)pos;
-					return true;
-				}
-				s += n;
-				s += *s == '_';
-			}
-		}
-		off += len + 1;
-	}
-	return false;
-}
-
-/* The line, without its surrounding blanks, cut to about SNIPPET_BYTES
- * around the match, on UTF-8 character boundaries. */
-static char *make_snippet(const char *line, size_t len, size_t at)
-{
-	size_t start = 0, end = len;
-	while (start < end && (line[start] == ' ' || line[start] == '\t'))
-		start++;
-	while (end > start && strchr(" \t\r", line[end - 1]))
-		end--;
-	if (end - start > SNIPPET_BYTES) {
-		size_t from = at > start + SNIPPET_BYTES / 3 ? at - SNIPPET_BYTES / 3 : start;
-		if (from + SNIPPET_BYTES > end)
-			from = end - SNIPPET_BYTES;
-		start = from;
-		end = from + SNIPPET_BYTES;
-		while (start < end && ((unsigned char)line[start] & 0xC0) == 0x80)
-			start++;
-		while (end > start && end < len && ((unsigned char)line[end] & 0xC0) == 0x80)
-			end--;
-	}
-	return strndup(line + start, end - start);
-}
-
-/* Fill a candidate from a result row: path, line, snippet, scores. */
-static int fill_candidate(struct candidate *c, sqlite3_stmt *st, const struct words *w,
-			  size_t rank)
-{
-	const char *text = (const char *)sqlite3_column_text(st, 2);
-	size_t off = 0, len = 0, at = 0;
-	uint64_t no = 0;
-
-	if (!text)
-		text = "";
-	if (!find_line(text, w, false, &off, &len, &no, &at) &&
-	    !find_line(text, w, true, &off, &len, &no, &at)) {
-		/* Matched through folding (diacritics): the chunk's first line. */
-		const char *nl = strchr(text, '\n');
-		len = nl ? (size_t)(nl - text) : strlen(text);
-	}
-	c->rank = rank;
-	c->bm25_score = -sqlite3_column_double(st, 3);
-	c->hit.score = c->bm25_score;
-	c->hit.line = (uint64_t)sqlite3_column_int64(st, 1) + no;
-	c->hit.path = strdup((const char *)sqlite3_column_text(st, 0));
-	c->hit.snippet = make_snippet(text + off, len, at);
-	c->text = strdup(text);
-	return c->hit.path && c->hit.snippet && c->text ? 0 : -ENOMEM;
-}
-
-static void free_candidates(struct candidates *cs)
-{
-	for (size_t i = 0; i < cs->n; i++) {
-		free(cs->c[i].hit.path);
-		free(cs->c[i].hit.snippet);
-		free(cs->c[i].text);
-	}
-	free(cs->c);
-	cs->c = NULL;
-	cs->n = 0;
-}
-
-/* The best `want` chunks by bm25 (FTS5's rank is bm25; lower is better). */
-static int run_query(sqlite3 *db, const char *index_path, const struct words *w, size_t want,
-		     struct candidates *cs, struct front_error *e)
-{
-	sqlite3_stmt *st;
-	char *expr = match_expr(w);
-	if (!expr)
-		return no_memory(e);
-	cs->c = calloc(want, sizeof(*cs->c));
-	if (!cs->c || sqlite3_prepare_v2(db,
-					 "SELECT path, first_line, text, bm25(chunks) FROM chunks"
-					 " WHERE chunks MATCH ? ORDER BY rank LIMIT ?",
-					 -1, &st, NULL) != SQLITE_OK) {
-		free(expr);
-		return cs->c ? db_fail(e, db, index_path) : no_memory(e);
-	}
-	sqlite3_bind_text(st, 1, expr, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, (int64_t)want);
-	int r;
-	while ((r = sqlite3_step(st)) == SQLITE_ROW && cs->n < want) {
-		if (fill_candidate(&cs->c[cs->n], st, w, cs->n) < 0) {
-			cs->n++;
-			r = -ENOMEM;
-			break;
-		}
-		cs->n++;
-	}
-	if (r != SQLITE_DONE && r != SQLITE_ROW && r != -ENOMEM)
-		db_fail(e, db, index_path);
-	sqlite3_finalize(st);
-	free(expr);
-	if (r == -ENOMEM)
-		return no_memory(e);
-	return r == SQLITE_DONE || r == SQLITE_ROW ? 0 : -1;
-}
-
-/* ───────────────────────── the embedding command ───────────────────────── */
-
-/* What the command reads: a JSON object per candidate, a line each. */
-static char *embed_input(const char *query, const struct candidates *cs, size_t *len)
-{
-	size_t cap = 0;
-	char *buf = NULL;
-	FILE *f = open_memstream(&buf, &cap);
-	if (!f)
-		return NULL;
-	for (size_t i = 0; i < cs->n; i++) {
-		json_object *o = json_object_new_object();
-		if (!o)
-			break;
-		json_object_object_add(o, "query", json_object_new_string(query));
-		json_object_object_add(o, "path", json_object_new_string(cs->c[i].hit.path));
-		json_object_object_add(o, "line", json_object_new_int64((int64_t)cs->c[i].hit.line));
-		json_object_object_add(o, "text", json_object_new_string(cs->c[i].text));
-		fprintf(f, "%s\n",
-			json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-								  JSON_C_TO_STRING_NOSLASHESCAPE));
-		json_object_put(o);
-	}
-	if (fclose(f) != 0) {
-		free(buf);
-		return NULL;
-	}
-	*len = cap;
-	return buf;
-}
-
-/* A running embedding command: its pid, its stdin and stdout. */
-struct child {
-	pid_t pid;
-	int in, out;
-};
-
-/* /bin/sh -c command, in a process group of its own (to be killed whole
- * on a timeout), stdin a socket so that a command that does not read it
- * costs an EPIPE, not a SIGPIPE (send's MSG_NOSIGNAL). */
-static int spawn_embed(const char *command, struct child *ch)
-{
-	int sv[2], pv[2];
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
-	if (pipe2(pv, O_CLOEXEC) < 0) {
-		int err = -errno;
-		close(sv[0]), close(sv[1]);
-		return err;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, sv[1], STDIN_FILENO);
-	posix_spawn_file_actions_adddup2(&fa, pv[1], STDOUT_FILENO);
-	posix_spawnattr_init(&at);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
-	posix_spawnattr_setpgroup(&at, 0);
-	char *argv[] = {"sh", "-c", (char *)command, NULL};
-	int r = posix_spawn(&ch->pid, "/bin/sh", &fa, &at, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	close(sv[1]), close(pv[1]);
-	if (r != 0) {
-		close(sv[0]), close(pv[0]);
-		return -r;
-	}
-	ch->in = sv[0];
-	ch->out = pv[0];
-	return 0;
-}
-
-/* Feed input and gather output at once (either may fill a pipe first),
- * until the command closes its stdout or the time is up. */
-static int exchange(struct child *ch, const char *in, size_t in_len, char *out, size_t *out_len)
-{
-	size_t sent = 0, got = 0;
-	int64_t deadline = monotonic_ms() + EMBED_TIMEOUT_MS;
-
-	while (ch->out >= 0) {
-		struct pollfd pf[2] = {{.fd = ch->out, .events = POLLIN},
-				       {.fd = ch->in, .events = POLLOUT}};
-		int64_t left = deadline - monotonic_ms();
-		if (left <= 0)
-			return -ETIMEDOUT;
-		if (poll(pf, ch->in >= 0 ? 2 : 1, (int)left) < 0 && errno != EINTR)
-			return -errno;
-		if (ch->in >= 0 && pf[1].revents) {
-			ssize_t n = send(ch->in, in + sent, MIN(in_len - sent, (size_t)65536),
-					 MSG_NOSIGNAL | MSG_DONTWAIT);
-			if (n > 0)
-				sent += (size_t)n;
-			if ((n < 0 && errno != EAGAIN && errno != EINTR) || sent == in_len)
-				close_fd(&ch->in); /* all sent, or it stopped reading */
-		}
-		if (pf[0].revents) {
-			ssize_t n = read(ch->out, out + got, EMBED_MAX_OUTPUT - got);
-			if (n > 0)
-				got += (size_t)n;
-			else if (n == 0 || errno != EINTR)
-				close_fd(&ch->out);
-			if (got == EMBED_MAX_OUTPUT)
-				return -EFBIG;
-		}
-	}
-	*out_len = got;
-	return 0;
-}
-
-/* One finite number per line, as many lines as candidates. */
-static int parse_scores(char *out, size_t len, struct candidates *cs)
-{
-	size_t i = 0;
-	out[len] = '\0';
-	for (char *line = out, *next; *line; line = next) {
-		next = strchr(line, '\n');
-		next = next ? (*next = '\0', next + 1) : line + strlen(line);
-		char *end;
-		errno = 0;
-		double v = strtod(line, &end);
-		while (*end == ' ' || *end == '\t' || *end == '\r')
-			end++;
-		if (i >= cs->n || end == line || *end || errno || !isfinite(v))
-			return -1;
-		cs->c[i++].embed_score = v;
-	}
-	return i == cs->n ? 0 : -1;
-}
-
-static int by_embed_score(const void *a, const void *b)
-{
-	const struct candidate *x = a, *y = b;
-	if (x->embed_score != y->embed_score)
-		return x->embed_score > y->embed_score ? -1 : 1;
-	return x->rank < y->rank ? -1 : x->rank > y->rank;
-}
-
-/* Run the command on the candidates and order them by its scores. */
-static int embed_rerank(const char *command, const char *query, struct candidates *cs,
-			struct front_error *e)
-{
-	struct child ch = {.in = -1, .out = -1};
-	size_t in_len = 0, out_len = 0;
-	int status = 0, r;
-
-	if (cs->n == 0)
-		return 0;
-	char *in = embed_input(query, cs, &in_len);
-	char *out = malloc(EMBED_MAX_OUTPUT + 1);
-	if (!in || !out) {
-		free(in), free(out);
-		return no_memory(e);
-	}
-	r = spawn_embed(command, &ch);
-	if (r == 0) {
-		r = exchange(&ch, in, in_len, out, &out_len);
-		if (r < 0)
-			kill(-ch.pid, SIGKILL);
-		close_fd(&ch.in), close_fd(&ch.out);
-		while (waitpid(ch.pid, &status, 0) < 0 && errno == EINTR)
-			;
-	}
-	free(in);
-	if (r == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-	    parse_scores(out, out_len, cs) == 0) {
-		free(out);
-		for (size_t i = 0; i < cs->n; i++)
-			cs->c[i].hit.score = cs->c[i].embed_score;
-		qsort(cs->c, cs->n, sizeof(*cs->c), by_embed_score);
-		return 0;
-	}
-	free(out);
-	if (r < 0)
-		return front_fail(e, FRONT_EXECUTION, "EMBED_FAILED", "embed command `%s`: %s",
-				  command, strerror(-r));
-	if (!WIFEXITED(status))
-		return front_fail(e, FRONT_EXECUTION, "EMBED_FAILED",
-				  "embed command `%s` was killed by signal %d", command,
-				  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-	if (WEXITSTATUS(status) != 0)
-		return front_fail(e, FRONT_EXECUTION, "EMBED_FAILED",
-				  "embed command `%s` exited with status %d", command,
-				  WEXITSTATUS(status));
-	return front_fail(e, FRONT_EXECUTION, "EMBED_FAILED",
-			  "embed command `%s` (exit status 0) did not print one number per line "
-			  "for each of the %zu candidates",
-			  command, cs->n);
-}
-
-/* ───────────────────────── front_search ───────────────────────── */
-
-/* Hand the best `limit` candidates over as hits. */
-static void take_hits(struct candidates *cs, size_t limit, struct search_result *out)
-{
-	size_t n = MIN(cs->n, limit);
-	struct search_hit *hits = calloc(n ? n : 1, sizeof(*hits));
-	if (!hits)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		hits[i] = cs->c[i].hit;
-		cs->c[i].hit.path = cs->c[i].hit.snippet = NULL;
-	}
-	out->hits = hits;
-	out->nhits = n;
-}
-
-static int search_index(sqlite3 *db, const struct path_policy *p, const struct search_options *o,
-			const char *index_path, const struct words *w, const char *query,
+int search_update_index(sqlite3 *db, const char *index_path, const struct path_policy *p,
 			struct search_result *out, struct front_error *e)
 {
 	struct indexer ix = {.db = db, .index_path = index_path, .p = p};
-	struct candidates cs = {0};
-	size_t limit = o && o->limit ? MIN(o->limit, (size_t)SEARCH_MAX_LIMIT)
-				     : SEARCH_DEFAULT_LIMIT;
-	const char *embed = o && o->embed_command && o->embed_command[0] ? o->embed_command
-									   : NULL;
-	size_t want = embed ? MAX(limit, (size_t)EMBED_CANDIDATES) : limit;
 
-	if (update_index(&ix, out, e) < 0 || run_query(db, index_path, w, want, &cs, e) < 0 ||
-	    (embed && embed_rerank(embed, query, &cs, e) < 0)) {
-		free_candidates(&cs);
-		return -1;
-	}
-	take_hits(&cs, limit, out);
-	bool lost = !out->hits;
-	free_candidates(&cs);
-	return lost ? no_memory(e) : 0;
-}
-
-int front_search(const struct path_policy *p, const struct search_options *o,
-		 const char *query, struct search_result *out, struct front_error *e)
-{
-	char default_path[PATH_MAX];
-	struct words w = {0};
-	sqlite3 *db = NULL;
-
-	memset(out, 0, sizeof(*out));
-	memset(e, 0, sizeof(*e));
-	if (!query || split_words(query, &w, e) < 0) {
-		free(w.buf);
-		return query ? -1
-			     : front_fail(e, FRONT_SYNTAX, "EMPTY_QUERY", "search: no query");
-	}
-	const char *index_path = o && o->index_path ? o->index_path : default_path;
-	int r = index_path == default_path
-			? default_index_path(p->root, default_path, sizeof(default_path), e)
-			: 0;
-	if (r == 0)
-		r = open_index(index_path, &db, e);
-	if (r == 0)
-		r = search_index(db, p, o, index_path, &w, query, out, e);
-	sqlite3_close(db);
-	free(w.buf);
-	if (r < 0)
-		search_result_free(out);
-	return r;
-}
-
-void search_result_free(struct search_result *r)
-{
-	if (!r)
-		return;
-	for (size_t i = 0; i < r->nhits; i++) {
-		free(r->hits[i].path);
-		free(r->hits[i].snippet);
-	}
-	free(r->hits);
-	memset(r, 0, sizeof(*r));
+	return update_index(&ix, out, e);
 }

@@ -1,5 +1,5 @@
 /*
- * Unit tests for front/core/search.c in a real temporary root: ranking, the
+ * Unit tests for front/core/search*.c in a real temporary root: ranking, the
  * line and snippet of a hit, the update by mtime and size, what is not
  * indexed (.git, binary files, links, other extensions), queries full of
  * FTS5 syntax, the default index path (and the one under /tmp when
