@@ -99,6 +99,30 @@ static int spawn_embed(const char *command, struct child *ch)
 	return 0;
 }
 
+/* Send what the command's stdin takes now; it is closed once all is
+ * sent, or when the command stopped reading. */
+static void feed_some(struct child *ch, const char *in, size_t in_len, size_t *sent)
+{
+	ssize_t n = send(ch->in, in + *sent, MIN(in_len - *sent, (size_t)65536),
+			 MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n > 0)
+		*sent += (size_t)n;
+	if ((n < 0 && errno != EAGAIN && errno != EINTR) || *sent == in_len)
+		close_fd(&ch->in); /* all sent, or it stopped reading */
+}
+
+/* Read what the command printed; its stdout is closed at its end. More
+ * than EMBED_MAX_OUTPUT is -EFBIG. */
+static int gather_some(struct child *ch, char *out, size_t *got)
+{
+	ssize_t n = read(ch->out, out + *got, EMBED_MAX_OUTPUT - *got);
+	if (n > 0)
+		*got += (size_t)n;
+	else if (n == 0 || errno != EINTR)
+		close_fd(&ch->out);
+	return *got == EMBED_MAX_OUTPUT ? -EFBIG : 0;
+}
+
 /* Feed input and gather output at once (either may fill a pipe first),
  * until the command closes its stdout or the time is up. */
 static int exchange(struct child *ch, const char *in, size_t in_len, char *out, size_t *out_len)
@@ -114,23 +138,10 @@ static int exchange(struct child *ch, const char *in, size_t in_len, char *out, 
 			return -ETIMEDOUT;
 		if (poll(pf, ch->in >= 0 ? 2 : 1, (int)left) < 0 && errno != EINTR)
 			return -errno;
-		if (ch->in >= 0 && pf[1].revents) {
-			ssize_t n = send(ch->in, in + sent, MIN(in_len - sent, (size_t)65536),
-					 MSG_NOSIGNAL | MSG_DONTWAIT);
-			if (n > 0)
-				sent += (size_t)n;
-			if ((n < 0 && errno != EAGAIN && errno != EINTR) || sent == in_len)
-				close_fd(&ch->in); /* all sent, or it stopped reading */
-		}
-		if (pf[0].revents) {
-			ssize_t n = read(ch->out, out + got, EMBED_MAX_OUTPUT - got);
-			if (n > 0)
-				got += (size_t)n;
-			else if (n == 0 || errno != EINTR)
-				close_fd(&ch->out);
-			if (got == EMBED_MAX_OUTPUT)
-				return -EFBIG;
-		}
+		if (ch->in >= 0 && pf[1].revents)
+			feed_some(ch, in, in_len, &sent);
+		if (pf[0].revents && gather_some(ch, out, &got) < 0)
+			return -EFBIG;
 	}
 	*out_len = got;
 	return 0;
@@ -164,41 +175,32 @@ static int by_embed_score(const void *a, const void *b)
 	return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
-/* Run the command on the candidates and order them by its scores. */
-int search_embed_rerank(const char *command, const char *query, struct candidates *cs,
-			struct front_error *e)
+/* Run the command with `in` on its stdin, its stdout into out (up to
+ * EMBED_MAX_OUTPUT), and wait for its end: *status is waitpid's; a
+ * command that cannot be run or exchanged with is killed, its error
+ * returned. */
+static int run_embed(const char *command, const char *in, size_t in_len, char *out,
+		     size_t *out_len, int *status)
 {
 	struct child ch = {.in = -1, .out = -1};
-	size_t in_len = 0, out_len = 0;
-	int status = 0, r;
+	int r = spawn_embed(command, &ch);
 
-	if (cs->n == 0)
-		return 0;
-	char *in = embed_input(query, cs, &in_len);
-	char *out = malloc(EMBED_MAX_OUTPUT + 1);
-	if (!in || !out) {
-		free(in), free(out);
-		return search_no_memory(e);
-	}
-	r = spawn_embed(command, &ch);
-	if (r == 0) {
-		r = exchange(&ch, in, in_len, out, &out_len);
-		if (r < 0)
-			kill(-ch.pid, SIGKILL);
-		close_fd(&ch.in), close_fd(&ch.out);
-		while (waitpid(ch.pid, &status, 0) < 0 && errno == EINTR)
-			;
-	}
-	free(in);
-	if (r == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-	    parse_scores(out, out_len, cs) == 0) {
-		free(out);
-		for (size_t i = 0; i < cs->n; i++)
-			cs->c[i].hit.score = cs->c[i].embed_score;
-		qsort(cs->c, cs->n, sizeof(*cs->c), by_embed_score);
-		return 0;
-	}
-	free(out);
+	if (r < 0)
+		return r;
+	r = exchange(&ch, in, in_len, out, out_len);
+	if (r < 0)
+		kill(-ch.pid, SIGKILL);
+	close_fd(&ch.in), close_fd(&ch.out);
+	while (waitpid(ch.pid, status, 0) < 0 && errno == EINTR)
+		;
+	return r;
+}
+
+/* Why the command's answer cannot be used: r its run's error, status
+ * its end. */
+static int embed_failure(const char *command, int r, int status, size_t ncandidates,
+			 struct front_error *e)
+{
 	if (r < 0)
 		return front_fail(e, FRONT_EXECUTION, "EMBED_FAILED", "embed command `%s`: %s",
 				  command, strerror(-r));
@@ -213,5 +215,32 @@ int search_embed_rerank(const char *command, const char *query, struct candidate
 	return front_fail(e, FRONT_EXECUTION, "EMBED_FAILED",
 			  "embed command `%s` (exit status 0) did not print one number per line "
 			  "for each of the %zu candidates",
-			  command, cs->n);
+			  command, ncandidates);
+}
+
+int search_embed_rerank(const char *command, const char *query, struct candidates *cs,
+			struct front_error *e)
+{
+	size_t in_len = 0, out_len = 0;
+	int status = 0;
+
+	if (cs->n == 0)
+		return 0;
+	char *in = embed_input(query, cs, &in_len);
+	char *out = malloc(EMBED_MAX_OUTPUT + 1);
+	if (!in || !out) {
+		free(in), free(out);
+		return search_no_memory(e);
+	}
+	int r = run_embed(command, in, in_len, out, &out_len, &status);
+	free(in);
+	bool scored = r == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+		      parse_scores(out, out_len, cs) == 0;
+	free(out);
+	if (!scored)
+		return embed_failure(command, r, status, cs->n, e);
+	for (size_t i = 0; i < cs->n; i++)
+		cs->c[i].hit.score = cs->c[i].embed_score;
+	qsort(cs->c, cs->n, sizeof(*cs->c), by_embed_score);
+	return 0;
 }

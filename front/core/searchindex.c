@@ -245,12 +245,11 @@ int search_open_index(const char *index_path, sqlite3 **db, struct front_error *
 	return exec_sql(*db, index_path, "PRAGMA synchronous=NORMAL", e);
 }
 
-/* Inside the write transaction: make the schema, or make it again when
- * it is of another version or the index was another root's. */
-static int ensure_schema(struct indexer *ix, struct front_error *e)
+/* Inside the write transaction: make the schema, or make it again (an
+ * empty index) when it is of another version. */
+static int ensure_version(struct indexer *ix, struct front_error *e)
 {
 	int64_t version;
-	sqlite3_stmt *st = NULL;
 
 	if (query_int(ix->db, "PRAGMA user_version", &version) < 0)
 		return search_db_fail(e, ix->db, ix->index_path);
@@ -264,26 +263,48 @@ static int ensure_schema(struct indexer *ix, struct front_error *e)
 		if (exec_sql(ix->db, ix->index_path, sql, e) < 0)
 			return -1;
 	}
-	/* One index file given for two roots would mix their files. */
+	return 0;
+}
+
+/* Whether the index is the root's: *same. */
+static int index_of_root(struct indexer *ix, bool *same, struct front_error *e)
+{
+	sqlite3_stmt *st;
+
 	if (sqlite3_prepare_v2(ix->db, "SELECT value FROM meta WHERE key='root'", -1, &st, NULL) !=
 	    SQLITE_OK)
 		return search_db_fail(e, ix->db, ix->index_path);
 	int r = sqlite3_step(st);
-	bool same = r == SQLITE_ROW &&
-		    strcmp((const char *)sqlite3_column_text(st, 0), ix->p->root) == 0;
+	*same = r == SQLITE_ROW &&
+		strcmp((const char *)sqlite3_column_text(st, 0), ix->p->root) == 0;
 	sqlite3_finalize(st);
-	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		return search_db_fail(e, ix->db, ix->index_path);
-	if (same)
-		return 0;
+	return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : search_db_fail(e, ix->db, ix->index_path);
+}
+
+/* Empty the index and record it as the root's. */
+static int claim_for_root(struct indexer *ix, struct front_error *e)
+{
+	sqlite3_stmt *st;
+
 	if (exec_sql(ix->db, ix->index_path, "DELETE FROM files; DELETE FROM chunks;", e) < 0 ||
 	    sqlite3_prepare_v2(ix->db, "INSERT OR REPLACE INTO meta VALUES('root', ?)", -1, &st,
 			       NULL) != SQLITE_OK)
 		return search_db_fail(e, ix->db, ix->index_path);
 	sqlite3_bind_text(st, 1, ix->p->root, -1, SQLITE_STATIC);
-	r = sqlite3_step(st);
+	int r = sqlite3_step(st);
 	sqlite3_finalize(st);
 	return r == SQLITE_DONE ? 0 : search_db_fail(e, ix->db, ix->index_path);
+}
+
+/* The schema of this version, holding the root's files only: one index
+ * file given for two roots would mix their files. */
+static int ensure_schema(struct indexer *ix, struct front_error *e)
+{
+	bool same = false;
+
+	if (ensure_version(ix, e) < 0 || index_of_root(ix, &same, e) < 0)
+		return -1;
+	return same ? 0 : claim_for_root(ix, e);
 }
 
 static int prepare_all(struct indexer *ix, struct front_error *e)
@@ -452,6 +473,27 @@ static int mark_seen(struct indexer *ix, const char *rel, struct front_error *e)
 	return step_done(ix, ix->put_seen, e);
 }
 
+/* Replace the file's chunks and record its mtime and size: st is the
+ * file as read (text, len). */
+static int reindex_file(struct indexer *ix, const char *rel, int64_t id, const struct stat *st,
+			const char *text, size_t len, struct front_error *e)
+{
+	int64_t base = id << CHUNK_BITS;
+	int64_t mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+
+	sqlite3_bind_int64(ix->del_range, 1, base);
+	sqlite3_bind_int64(ix->del_range, 2, base + ((int64_t)1 << CHUNK_BITS));
+	sqlite3_bind_text(ix->put_file, 1, rel, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(ix->put_file, 2, id);
+	sqlite3_bind_int64(ix->put_file, 3, mtime_ns);
+	sqlite3_bind_int64(ix->put_file, 4, (int64_t)st->st_size);
+	if (step_done(ix, ix->del_range, e) < 0 || put_chunks(ix, rel, base, text, len, e) < 0 ||
+	    step_done(ix, ix->put_file, e) < 0 || mark_seen(ix, rel, e) < 0)
+		return -1;
+	ix->updated++;
+	return 0;
+}
+
 /* One regular file met by the walk: skipped, kept, or indexed again. */
 static int visit_file(struct indexer *ix, int at, const char *name, const char *rel,
 		      const struct stat *seen, struct front_error *e)
@@ -472,21 +514,8 @@ static int visit_file(struct indexer *ix, int at, const char *name, const char *
 		return search_no_memory(e);
 	if (!text)
 		return 0; /* not in seen: dropped from the index if it was in */
-	int64_t base = id << CHUNK_BITS;
-	int64_t mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	sqlite3_bind_int64(ix->del_range, 1, base);
-	sqlite3_bind_int64(ix->del_range, 2, base + ((int64_t)1 << CHUNK_BITS));
-	sqlite3_bind_text(ix->put_file, 1, rel, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(ix->put_file, 2, id);
-	sqlite3_bind_int64(ix->put_file, 3, mtime_ns);
-	sqlite3_bind_int64(ix->put_file, 4, (int64_t)st.st_size);
-	int r = step_done(ix, ix->del_range, e) < 0 || put_chunks(ix, rel, base, text, len, e) < 0 ||
-			step_done(ix, ix->put_file, e) < 0 || mark_seen(ix, rel, e) < 0
-		? -1
-		: 0;
+	int r = reindex_file(ix, rel, id, &st, text, len, e);
 	free(text);
-	if (r == 0)
-		ix->updated++;
 	return r;
 }
 
@@ -578,20 +607,12 @@ static int64_t drop_unseen(struct indexer *ix, struct front_error *e)
 /* The whole update, in one transaction taken for writing up front: two
  * processes updating at once take turns (the busy timeout) instead of
  * failing to upgrade a read lock. */
-static int update_index(struct indexer *ix, struct search_result *out, struct front_error *e)
+static int update_index(struct indexer *ix, int root_fd, struct search_result *out,
+			struct front_error *e)
 {
 	char rel[PATH_MAX] = "";
 	int64_t removed, count;
-	int root_fd = ix->p->root_fd;
-	_cleanup_close_ int own_fd = -1;
 
-	if (root_fd < 0) {
-		own_fd = open(ix->p->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (own_fd < 0)
-			return front_fail(e, FRONT_EXECUTION, "INDEX_ERROR", "%s: %s",
-					  ix->p->root, strerror(errno));
-		root_fd = own_fd;
-	}
 	if (exec_sql(ix->db, ix->index_path, "BEGIN IMMEDIATE", e) < 0)
 		return -1;
 	if (ensure_schema(ix, e) < 0 || prepare_all(ix, e) < 0 ||
@@ -615,6 +636,14 @@ int search_update_index(sqlite3 *db, const char *index_path, const struct path_p
 			struct search_result *out, struct front_error *e)
 {
 	struct indexer ix = {.db = db, .index_path = index_path, .p = p};
+	_cleanup_close_ int own_fd = -1;
 
-	return update_index(&ix, out, e);
+	/* The root as the policy holds it open, or opened here. */
+	if (p->root_fd >= 0)
+		return update_index(&ix, p->root_fd, out, e);
+	own_fd = open(p->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (own_fd < 0)
+		return front_fail(e, FRONT_EXECUTION, "INDEX_ERROR", "%s: %s", p->root,
+				  strerror(errno));
+	return update_index(&ix, own_fd, out, e);
 }

@@ -197,6 +197,24 @@ void search_free_candidates(struct candidates *cs)
 	cs->n = 0;
 }
 
+/* The rows of st, a candidate each, up to `want`: the last
+ * sqlite3_step's result, or -ENOMEM. */
+static int collect_candidates(sqlite3_stmt *st, const struct words *w, size_t want,
+			      struct candidates *cs)
+{
+	int r;
+
+	while ((r = sqlite3_step(st)) == SQLITE_ROW && cs->n < want) {
+		/* Counted even when it fails: what it holds is freed with it. */
+		if (fill_candidate(&cs->c[cs->n], st, w, cs->n) < 0) {
+			cs->n++;
+			return -ENOMEM;
+		}
+		cs->n++;
+	}
+	return r;
+}
+
 /* The best `want` chunks by bm25 (FTS5's rank is bm25; lower is better). */
 int search_run_query(sqlite3 *db, const char *index_path, const struct words *w, size_t want,
 		     struct candidates *cs, struct front_error *e)
@@ -215,15 +233,7 @@ int search_run_query(sqlite3 *db, const char *index_path, const struct words *w,
 	}
 	sqlite3_bind_text(st, 1, expr, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (int64_t)want);
-	int r;
-	while ((r = sqlite3_step(st)) == SQLITE_ROW && cs->n < want) {
-		if (fill_candidate(&cs->c[cs->n], st, w, cs->n) < 0) {
-			cs->n++;
-			r = -ENOMEM;
-			break;
-		}
-		cs->n++;
-	}
+	int r = collect_candidates(st, w, want, cs);
 	if (r != SQLITE_DONE && r != SQLITE_ROW && r != -ENOMEM)
 		search_db_fail(e, db, index_path);
 	sqlite3_finalize(st);
