@@ -25,29 +25,10 @@
 #include <sys/types.h>
 
 #include "execcheck.h"
+#include "launchstep.h"
 #include "procstate.h"
 #include "sandbox.h"
 #include "util.h"
-
-enum launch_step {
-	LAUNCH_STEP_NONE = 0,
-	LAUNCH_STEP_FORK,
-	LAUNCH_STEP_SIGNALS,
-	LAUNCH_STEP_SESSION,
-	LAUNCH_STEP_PARENT_DEATH,
-	LAUNCH_STEP_FDS,
-	LAUNCH_STEP_CWD,
-	LAUNCH_STEP_LIMITS,
-	LAUNCH_STEP_SANDBOX,
-	LAUNCH_STEP_EXEC,
-	LAUNCH_STEP_IDENTITY,
-	/* A tool's executable, opened, is not what the listener matched,
-	 * or is one the caller could rewrite (execcheck.h). */
-	LAUNCH_STEP_CHECK_FILE,
-	LAUNCH_STEP_CHECK_WRITERS,
-};
-
-const char *launch_step_name(enum launch_step step);
 
 /* The launcher's own process state: what a child already has. */
 struct launch_self {

@@ -24,11 +24,7 @@
 #include <sys/types.h>
 
 #include "config.h"
-
-struct launcher_link {
-	int fd;    /* the listener's end of the channel */
-	pid_t pid; /* the launcher process */
-};
+#include "link.h"
 
 /* Whom the launcher runs programs as. */
 struct launcher_callers {

@@ -29,6 +29,7 @@
 #include "event.h"
 #include "frame.h"
 #include "job.h"
+#include "link.h"
 #include "session.h"
 #include "outq.h"
 #include "sock.h"
@@ -43,8 +44,6 @@
 /* Connections open at once, in all and per uid (see conn_admit). */
 #define MAX_CONNECTIONS 4096
 #define MAX_CONNECTIONS_PER_UID 1024
-/* Peers a daemon may serve (allow_uids). */
-#define MAX_ALLOWED_UIDS 64
 /* The largest frame a client may send: its Request, and anything else. */
 #define MAX_REQUEST_FRAME FRAME_MAX_CLIENT_PAYLOAD
 #define MAX_SMALL_FRAME 4096

@@ -7,6 +7,9 @@
 #include "listener.h"
 
 #include <signal.h>
+#include <stdint.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +18,43 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "conn.h"
 #include "control.h"
+#include "event.h"
+#include "frame.h"
+#include "job.h"
 #include "log.h"
+#include "order.h"
 #include "sandbox.h"
+#include "session.h"
 #include "util.h"
+
+/* The listener process's one context. */
+struct listener {
+	struct config *cfg;
+	struct event_loop loop;
+	struct listen_socket *sock;
+	int sigfd;
+	struct event_source sig_ev;
+
+	/* The supervisor's channel (control.h): new configs and sockets. */
+	int control;
+	struct event_source control_ev;
+	struct frame_reader control_reader;
+	int control_fds[FRAME_MAX_FDS];
+	bool cfg_owned;         /* cfg came from a reload: ours to free */
+
+	/* The launcher's channel: orders out, replies in. */
+	struct order_link orders;
+	struct frame_reader launcher_reader;
+	int launcher_fds[FRAME_MAX_FDS]; /* SpillOpened brings one, PtyOpened two */
+	char audit_log[CONFIG_PATH_MAX]; /* the launcher's (AuditLogAt); "": none */
+
+	struct conns conns;
+	struct jobs jobs;
+	struct sessions sessions;
+	int exit_code;
+};
 
 /* ------------------------------------------------------------------ */
 /* The launcher channel                                                */
@@ -331,7 +367,7 @@ static void listener_stop(struct listener *L)
 		L->exit_code = 1;
 }
 
-int listener_main(struct listener *L, int death_note)
+static int listener_main(struct listener *L, int death_note)
 {
 	char err[256];
 
@@ -357,4 +393,48 @@ int listener_main(struct listener *L, int death_note)
 	}
 	listener_stop(L);
 	return L->exit_code;
+}
+
+/* The listener's process: it never returns. */
+static NORETURN void listener_process(const struct listener_args *a, pid_t parent)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(1);
+	prctl(PR_SET_NAME, "toolrund-listen");
+	log_set_role("listener");
+
+	struct listener *L = calloc(1, sizeof(*L));
+	if (!L) {
+		log_error("out of memory");
+		_exit(1);
+	}
+	L->cfg = a->cfg;
+	L->sock = a->sock;
+	L->orders.launcher = a->link;
+	L->control = a->control;
+	memcpy(L->conns.allowed, a->allowed, a->nallowed * sizeof(a->allowed[0]));
+	L->conns.nallowed = a->nallowed;
+	L->conns.self_uid = a->self_uid;
+	L->conns.can_switch = a->can_switch;
+	int code = listener_main(L, a->death_note);
+	free(L);
+	/* The raw call, not _exit(): a sanitizer build hooks _exit() to run
+	 * a leak check, which needs clone and ptrace, and the listener's
+	 * filter kills it for those. */
+	syscall(SYS_exit_group, code);
+	__builtin_unreachable();
+}
+
+pid_t listener_start(const struct listener_args *a, const int *close_in_child)
+{
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		for (const int *fd = close_in_child; *fd >= 0; fd++)
+			close(*fd);
+		listener_process(a, parent);
+	}
+	return pid;
 }

@@ -35,51 +35,31 @@
 #define TOOLRUN_LISTENER_H
 
 #include <stdbool.h>
-#include <stdint.h>
 #include <sys/types.h>
-#include <time.h>
 
 #include "config.h"
-#include "conn.h"
-#include "event.h"
-#include "frame.h"
-#include "job.h"
-#include "order.h"
-#include "session.h"
+#include "link.h"
 #include "sock.h"
 
-/* The listener process's one context. */
-struct listener {
-	struct config *cfg;
-	struct event_loop loop;
-	struct listen_socket *sock;
-	int sigfd;
-	struct event_source sig_ev;
-
-	/* The supervisor's channel (control.h): new configs and sockets. */
-	int control;
-	struct event_source control_ev;
-	struct frame_reader control_reader;
-	int control_fds[FRAME_MAX_FDS];
-	bool cfg_owned;         /* cfg came from a reload: ours to free */
-
-	/* The launcher's channel: orders out, replies in. */
-	struct order_link orders;
-	struct frame_reader launcher_reader;
-	int launcher_fds[FRAME_MAX_FDS]; /* SpillOpened brings one, PtyOpened two */
-	char audit_log[CONFIG_PATH_MAX]; /* the launcher's (AuditLogAt); "": none */
-
-	struct conns conns;
-	struct jobs jobs;
-	struct sessions sessions;
-	int exit_code;
+/* What the supervisor starts the listener with. */
+struct listener_args {
+	struct config *cfg;           /* the config served first */
+	struct listen_socket *sock;   /* the listening socket and its lock */
+	struct launcher_link link;    /* the launcher's channel */
+	int control;                  /* its end of the supervisor's channel (control.h) */
+	int death_note;               /* where its seccomp violation handler writes */
+	const uid_t *allowed;         /* the uids it serves (allow_uids) */
+	unsigned nallowed;
+	uid_t self_uid;               /* the uid toolrund runs as */
+	bool can_switch;              /* the launcher runs programs as their callers */
 };
 
 /*
- * The listener process: set up, lock down (seccomp, no_new_privs), serve
- * until SIGTERM or SIGINT or the launcher's end. death_note is where the
- * seccomp violation handler writes. Returns the process exit code.
+ * Fork the listener: it sets itself up, locks itself down (seccomp,
+ * no_new_privs) and serves until SIGTERM or SIGINT or the launcher's end,
+ * then exits with its code. close_in_child lists fds (ending with -1)
+ * that it must not keep. Returns its pid, or -errno.
  */
-int listener_main(struct listener *L, int death_note);
+pid_t listener_start(const struct listener_args *a, const int *close_in_child);
 
 #endif

@@ -20,8 +20,8 @@
 
 #include "config.h"
 #include "event.h"
-#include "launcher.h"
 #include "launcher.pb-c.h"
+#include "link.h"
 #include "outq.h"
 #include "toolrun.pb-c.h"
 

@@ -7,10 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,37 +48,6 @@ static uint64_t now_ms(void)
 	return (uint64_t)monotonic_ms();
 }
 
-/* The listener's process: it never returns. */
-static NORETURN void listener_process(struct supervisor *S, pid_t parent,
-				      struct launcher_link link, int note, int control)
-{
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-		_exit(1);
-	prctl(PR_SET_NAME, "toolrund-listen");
-	log_set_role("listener");
-
-	struct listener *L = calloc(1, sizeof(*L));
-	if (!L) {
-		log_error("out of memory");
-		_exit(1);
-	}
-	L->cfg = S->cfg;
-	L->sock = S->sock;
-	L->orders.launcher = link;
-	L->control = control;
-	memcpy(L->conns.allowed, S->allowed, sizeof(L->conns.allowed));
-	L->conns.nallowed = S->nallowed;
-	L->conns.self_uid = S->uid;
-	L->conns.can_switch = S->can_switch;
-	int code = listener_main(L, note);
-	free(L);
-	/* The raw call, not _exit(): a sanitizer build hooks _exit() to run
-	 * a leak check, which needs clone and ptrace, and the listener's
-	 * filter kills it for those. */
-	syscall(SYS_exit_group, code);
-	__builtin_unreachable();
-}
-
 static void close_pair_fds(int note[2], int control[2])
 {
 	for (int i = 0; i < 2; i++) {
@@ -113,21 +80,27 @@ static int start_pair(struct supervisor *S, struct pair *p)
 		close_pair_fds(note, control);
 		return -1;
 	}
-	pid_t parent = getpid();
-	pid_t pid = fork();
+	const int listener_closes[] = {note[0], control[0], -1};
+	const struct listener_args args = {
+		.cfg = S->cfg,
+		.sock = S->sock,
+		.link = link,
+		.control = control[1],
+		.death_note = note[1],
+		.allowed = S->allowed,
+		.nallowed = S->nallowed,
+		.self_uid = S->uid,
+		.can_switch = S->can_switch,
+	};
+	pid_t pid = listener_start(&args, listener_closes);
 	if (pid < 0) {
-		log_error("cannot start the listener: %s", errno_text(errno));
+		log_error("cannot start the listener: %s", errno_text((int)-pid));
 		kill(link.pid, SIGKILL);
 		close(link.fd);
 		close_pair_fds(note, control);
 		p->launcher = link.pid;
 		p->note = p->control = -1;
 		return -1;
-	}
-	if (pid == 0) {
-		close(note[0]);
-		close(control[0]);
-		listener_process(S, parent, link, note[1], control[1]);
 	}
 	/* The channels are the listener's: with our copies closed, either
 	 * end's death is the other's end of file. */

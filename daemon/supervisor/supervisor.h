@@ -23,7 +23,7 @@
 #include <sys/types.h>
 
 #include "config.h"
-#include "listener.h"
+#include "link.h"
 #include "sock.h"
 
 struct supervisor {

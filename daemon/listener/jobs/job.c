@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "audit.h"
-#include "launch.h"
+#include "launchstep.h"
 #include "job.h"
 #include "log.h"
 #include "policy.h"

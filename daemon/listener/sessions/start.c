@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "launch.h"
+#include "launchstep.h"
 #include "log.h"
 #include "policy.h"
 #include "util.h"
