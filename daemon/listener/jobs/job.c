@@ -29,7 +29,7 @@
 
 #include "audit.h"
 #include "launchstep.h"
-#include "job.h"
+#include "internal.h"
 #include "log.h"
 #include "policy.h"
 #include "reply.h"

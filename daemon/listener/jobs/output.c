@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "job.h"
+#include "internal.h"
 #include "log.h"
 #include "util.h"
 

@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "job.h"
+#include "internal.h"
 #include "policy.h"
 #include "util.h"
 

@@ -12,7 +12,7 @@
  * session is that job's client, and keeps what the job hands it until a
  * reply carries it.
  */
-#include "session.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <stdarg.h>

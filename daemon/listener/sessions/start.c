@@ -10,7 +10,7 @@
  * The listener may open nothing, so a terminal comes from the launcher,
  * opened as the caller; the pipes are the listener's own (pipe2).
  */
-#include "session.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
