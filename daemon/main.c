@@ -21,7 +21,6 @@
 
 #include "caps.h"
 #include "config.h"
-#include "launcher.h"
 #include "supervisor.h"
 #include "log.h"
 #include "sock.h"

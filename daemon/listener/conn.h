@@ -28,9 +28,9 @@
 
 #include "event.h"
 #include "frame.h"
-#include "job.h"
+#include "jobs/job.h"
 #include "link.h"
-#include "session.h"
+#include "sessions/session.h"
 #include "outq.h"
 #include "sock.h"
 #include "toolrun.pb-c.h"

@@ -22,11 +22,11 @@
 #include "control.h"
 #include "event.h"
 #include "frame.h"
-#include "job.h"
+#include "jobs/job.h"
 #include "log.h"
 #include "order.h"
 #include "sandbox.h"
-#include "session.h"
+#include "sessions/session.h"
 #include "util.h"
 
 /* The listener process's one context. */

@@ -31,7 +31,7 @@
 #include <sys/types.h>
 
 #include "event.h"
-#include "job.h"
+#include "jobs/job.h"
 #include "reply.h"
 #include "toolrun.pb-c.h"
 
