@@ -7,6 +7,9 @@
  * exit 2), resolve the user to run as and the uids to serve, claim the
  * socket, drop to that user, then supervise the launcher and the listener
  * (supervisor.c) until SIGTERM or SIGINT.
+ *
+ * Process: the supervisor (toolrund's first process, before it
+ * supervises).
  */
 #include <getopt.h>
 #include <grp.h>

@@ -1,3 +1,9 @@
+/*
+ * Capabilities (caps.h).
+ *
+ * Processes: all three (the supervisor keeps, the launcher uses, the
+ * listener clears).
+ */
 #include "caps.h"
 
 #include <errno.h>

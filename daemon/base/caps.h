@@ -19,6 +19,9 @@
  * A daemon that runs as root (no `user`) keeps root's capabilities, as
  * root does; one started as an ordinary user has none and runs every
  * program as itself (single identity).
+ *
+ * Processes: all three (the supervisor keeps, the launcher uses, the
+ * listener clears).
  */
 #ifndef TOOLRUN_CAPS_H
 #define TOOLRUN_CAPS_H

@@ -1,3 +1,8 @@
+/*
+ * The event loop (event.h).
+ *
+ * Process: the listener (its one loop).
+ */
 #include "event.h"
 
 #include <errno.h>

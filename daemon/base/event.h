@@ -6,6 +6,8 @@
  * the loop only points at them. Objects that hold sources are freed
  * through event_release(), after the current batch of events, so that a
  * handler may tear down an object whose event is still pending in it.
+ *
+ * Process: the listener (its one loop).
  */
 #ifndef TOOLRUN_EVENT_H
 #define TOOLRUN_EVENT_H

@@ -1,3 +1,8 @@
+/*
+ * The log (log.h).
+ *
+ * Processes: all three.
+ */
 #include "log.h"
 
 #include <stdarg.h>

@@ -1,6 +1,8 @@
 /*
  * toolrund's log: one line per event on stderr, which the container's
  * supervisor (or a service manager) collects.
+ *
+ * Processes: all three.
  */
 #ifndef TOOLRUN_LOG_H
 #define TOOLRUN_LOG_H

@@ -1,3 +1,9 @@
+/*
+ * Seccomp filters (sandbox.h).
+ *
+ * Processes: all three (each loads its filter; the supervisor also names a
+ * killed listener's call).
+ */
 #include "sandbox.h"
 
 #include <errno.h>

@@ -18,6 +18,9 @@
  *             for anything but AF_UNIX fail with EACCES.
  *
  * Every process sets no_new_privs first.
+ *
+ * Processes: all three (each loads its filter; the supervisor also names a
+ * killed listener's call).
  */
 #ifndef TOOLRUN_SANDBOX_H
 #define TOOLRUN_SANDBOX_H

@@ -1,3 +1,8 @@
+/*
+ * The supervisor's channel to the listener (control.h).
+ *
+ * Processes: the supervisor and the listener, one at each end.
+ */
 #include "control.h"
 
 #include <errno.h>

@@ -9,6 +9,8 @@
  *
  * Messages are small and rare: each side sends with a blocking
  * frame_send and reads whole frames with a frame_reader.
+ *
+ * Processes: the supervisor and the listener, one at each end.
  */
 #ifndef TOOLRUN_CONTROL_H
 #define TOOLRUN_CONTROL_H

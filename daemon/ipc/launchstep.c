@@ -1,4 +1,8 @@
-/* The names of a launch's steps (launchstep.h). */
+/*
+ * The names of a launch's steps (launchstep.h).
+ *
+ * Processes: the launcher fails at a step, the listener names it.
+ */
 #include "launchstep.h"
 
 const char *launch_step_name(enum launch_step step)

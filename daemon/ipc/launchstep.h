@@ -2,6 +2,8 @@
  * The steps of a launch (launcher/launch.h), as Spawned reports a failed
  * one (launcher.proto: Spawned.step), with their names for messages: the
  * launcher fails at them, the listener tells the caller which one it was.
+ *
+ * Processes: the launcher fails at a step, the listener names it.
  */
 #ifndef TOOLRUN_LAUNCHSTEP_H
 #define TOOLRUN_LAUNCHSTEP_H

@@ -3,6 +3,8 @@
  * launcher's channel, as the listener holds it, and how many callers the
  * daemon may serve. Here, below both processes, so that neither includes
  * the other's header to learn them.
+ *
+ * Processes: the supervisor, the launcher and the listener.
  */
 #ifndef TOOLRUN_LINK_H
 #define TOOLRUN_LINK_H

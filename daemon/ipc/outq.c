@@ -1,3 +1,8 @@
+/*
+ * Frame queues (outq.h).
+ *
+ * Processes: the listener and the launcher.
+ */
 #include "outq.h"
 
 #include <errno.h>

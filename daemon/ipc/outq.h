@@ -3,6 +3,8 @@
  * to a non-blocking socket, and heap growth for incoming ones.
  * A queued frame owns the fds attached to it: they are closed once sent,
  * or when the queue is dropped.
+ *
+ * Processes: the listener and the launcher.
  */
 #ifndef TOOLRUN_OUTQ_H
 #define TOOLRUN_OUTQ_H

@@ -1,3 +1,8 @@
+/*
+ * The listening socket (sock.h).
+ *
+ * Processes: the supervisor binds it, the listener accepts on it.
+ */
 #include "sock.h"
 
 #include <fcntl.h>

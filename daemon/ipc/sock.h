@@ -5,6 +5,8 @@
  * socket is bound under PATH.new and renamed over PATH once it listens,
  * so that its existence means the daemon is ready, and a stale socket
  * left by a dead daemon is replaced in one step.
+ *
+ * Processes: the supervisor binds it, the listener accepts on it.
  */
 #ifndef TOOLRUN_SOCK_H
 #define TOOLRUN_SOCK_H

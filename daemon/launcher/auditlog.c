@@ -1,3 +1,8 @@
+/*
+ * The audit log file (auditlog.h).
+ *
+ * Process: the launcher.
+ */
 #include "auditlog.h"
 
 #include <fcntl.h>

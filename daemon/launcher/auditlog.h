@@ -17,6 +17,8 @@
  *
  * Error convention (common/util.h): negative errno on failure, positive
  * AUDITLOG_* values for outcomes the caller must act on.
+ *
+ * Process: the launcher.
  */
 #ifndef TOOLRUN_AUDITLOG_H
 #define TOOLRUN_AUDITLOG_H

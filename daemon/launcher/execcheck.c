@@ -1,3 +1,8 @@
+/*
+ * What runs is what was checked (execcheck.h).
+ *
+ * Process: the launcher.
+ */
 #include "execcheck.h"
 
 #include <errno.h>

@@ -18,6 +18,8 @@
  * as a direct exec of that path would.
  *
  * All of it runs in a vfork child: system calls only, nothing allocated.
+ *
+ * Process: the launcher.
  */
 #ifndef TOOLRUN_EXECCHECK_H
 #define TOOLRUN_EXECCHECK_H

@@ -1,3 +1,8 @@
+/*
+ * From vfork() to execve() (launch.h).
+ *
+ * Process: the launcher.
+ */
 #include "launch.h"
 
 #include <fcntl.h>

@@ -15,6 +15,8 @@
  * only makes system calls and writes to its own stack, and it changes
  * only what differs from the launcher's own state, which the launcher
  * records once (struct launch_self).
+ *
+ * Process: the launcher.
  */
 #ifndef TOOLRUN_LAUNCH_H
 #define TOOLRUN_LAUNCH_H

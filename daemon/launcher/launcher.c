@@ -1,3 +1,8 @@
+/*
+ * The launcher process (launcher.h).
+ *
+ * Process: the launcher.
+ */
 #include "launcher.h"
 
 #include <fcntl.h>

@@ -16,6 +16,8 @@
  * blocked reading its input, a new spill file (spill.h) and a session's
  * terminal, whose fds it hands over. When the listener goes away it kills every
  * process group it started and exits.
+ *
+ * Process: the launcher.
  */
 #ifndef TOOLRUN_LAUNCHER_H
 #define TOOLRUN_LAUNCHER_H

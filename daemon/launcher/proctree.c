@@ -1,3 +1,8 @@
+/*
+ * Processes seen through /proc (proctree.h).
+ *
+ * Process: the launcher.
+ */
 #include "proctree.h"
 
 #include <dirent.h>

@@ -6,6 +6,8 @@
  * scan is a snapshot of a moving system: a process that exits during it
  * is skipped, as is one whose entries cannot be read (another user's,
  * without the capability to look).
+ *
+ * Process: the launcher.
  */
 #ifndef TOOLRUN_PROCTREE_H
 #define TOOLRUN_PROCTREE_H

@@ -1,3 +1,8 @@
+/*
+ * The spill store (spill.h).
+ *
+ * Process: the launcher.
+ */
 #include "spill.h"
 
 #include <dirent.h>

@@ -28,6 +28,8 @@
  *
  * Errors: -errno, with one line in reason naming what failed
  * ("spill_dir /tmp/x: Read-only file system").
+ *
+ * Process: the launcher.
  */
 #ifndef TOOLRUN_SPILL_H
 #define TOOLRUN_SPILL_H

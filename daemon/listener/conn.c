@@ -8,6 +8,8 @@
  *   conn_start_job          the Request becomes a job (job_start)
  *   conn_client_ops         the job's Started, Output and Exit, queued
  *   conn_refuse             Error, then close
+ *
+ * Process: the listener.
  */
 #include "conn.h"
 

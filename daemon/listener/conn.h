@@ -17,6 +17,8 @@
  * frames arrive within deadlines and within the budgets shared by all
  * connections (bytes of frames arriving, fds held); what it is sent waits
  * in its queue, counted in a total that holds back the jobs' output.
+ *
+ * Process: the listener.
  */
 #ifndef TOOLRUN_CONN_H
 #define TOOLRUN_CONN_H

@@ -3,6 +3,8 @@
  * the supervisor's channel (configs, sockets, reload answers), the
  * launcher's replies routed to the jobs, and the main loop. Connections
  * are conn.c's, jobs job.c's, orders to the launcher order.c's.
+ *
+ * Process: the listener.
  */
 #include "listener.h"
 

@@ -19,9 +19,9 @@
  *       │       channel, the launcher's replies routed to sessions and jobs
  *   conn.c      client connections; each is its job's client, or makes
  *       │       session calls
- *   session.c   sessions (sessionstart.c): a bash each, its commands as
- *       │       jobs attached to its pipes, the calls' answers
- *   job.c       jobs (jobstart.c, output.c): policy, streams, the end
+ *   sessions/   sessions: a bash each, its commands as jobs attached to
+ *       │       its pipes, the calls' answers (session.h)
+ *   jobs/       jobs: policy, streams, the end (job.h)
  *       │
  *   order.c     orders to the launcher, on the listener's channel
  *
@@ -30,6 +30,8 @@
  * shaped streams (shape.c) go back to the client (reply.c). Nothing a
  * client does can block the loop: sockets and pipes are non-blocking and
  * outgoing data waits in bounded queues.
+ *
+ * Process: the listener.
  */
 #ifndef TOOLRUN_LISTENER_H
 #define TOOLRUN_LISTENER_H

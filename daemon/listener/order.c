@@ -7,6 +7,8 @@
  *                  limits, checked as the launcher will read it
  *   order_kill, order_release, order_check_input, order_open_spill,
  *   order_audit    one small message each
+ *
+ * Process: the listener.
  */
 #include "order.h"
 

@@ -2,13 +2,15 @@
  * Orders to the launcher: the listener's queue on the launcher's channel,
  * and the messages jobs send through it.
  *
- *   job.c, jobstart.c, output.c, session.c, sessionstart.c  ─ order_* ─►
- *       order_link  ─ Spawn (+fds), Kill, Release, CheckInput, OpenSpill,
+ *   jobs/ (job.c, start.c, output.c), sessions/ (session.c, start.c)
+ *       ─ order_* ─►  order_link  ─ Spawn (+fds), Kill, Release, CheckInput, OpenSpill,
  *       Audit, OpenPty, CheckWaiting ─►  launcher
  *
  * The channel is non-blocking: orders wait in a queue (outq.h) until the
  * launcher takes them. The listener owns the link, reads the launcher's
  * replies on the same fd and routes them to the jobs (job.h).
+ *
+ * Process: the listener.
  */
 #ifndef TOOLRUN_ORDER_H
 #define TOOLRUN_ORDER_H

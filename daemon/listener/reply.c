@@ -1,3 +1,8 @@
+/*
+ * Messages to a client (reply.h).
+ *
+ * Process: the listener.
+ */
 #include "reply.h"
 
 static int push(struct outq *q, Toolrun__ServerMessage *m)

@@ -1,5 +1,7 @@
 /*
  * reply: the daemon's messages to a client, framed into its queue.
+ *
+ * Process: the listener.
  */
 #ifndef TOOLRUN_REPLY_H
 #define TOOLRUN_REPLY_H

@@ -1,3 +1,8 @@
+/*
+ * Audit records (audit.h).
+ *
+ * Process: the listener (pure functions; the launcher writes the records).
+ */
 #include "audit.h"
 
 #include <signal.h>

@@ -8,6 +8,8 @@
  * valid JSON: each byte that is not part of a valid UTF-8 sequence
  * becomes U+FFFD. Overlong forms, surrogates and code points past
  * U+10FFFF count as invalid, one U+FFFD per byte.
+ *
+ * Process: the listener (pure functions; the launcher writes the records).
  */
 #ifndef TOOLRUN_AUDIT_H
 #define TOOLRUN_AUDIT_H

@@ -1,3 +1,8 @@
+/*
+ * Policy (policy.h).
+ *
+ * Process: the listener (pure functions: no loop, no fds).
+ */
 #include "policy.h"
 
 #include <errno.h>

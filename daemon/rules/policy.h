@@ -6,6 +6,8 @@
  * the tool it names in the config, and settles its limits and which
  * streams are shaped. policy_environment() computes the program's
  * environment.
+ *
+ * Process: the listener (pure functions: no loop, no fds).
  */
 #ifndef TOOLRUN_POLICY_H
 #define TOOLRUN_POLICY_H

@@ -1,3 +1,8 @@
+/*
+ * Output shaping (shape.h).
+ *
+ * Process: the listener (pure functions: no loop, no fds).
+ */
 #include "shape.h"
 
 #include <errno.h>

@@ -74,6 +74,8 @@
  * cut) or the stream is known to be binary, spill() gets every byte of
  * the stream so far, in order; from then on every byte fed. spill() is
  * never called for a stream that is not cut. spill may be NULL.
+ *
+ * Process: the listener (pure functions: no loop, no fds).
  */
 #ifndef TOOLRUN_SHAPE_H
 #define TOOLRUN_SHAPE_H

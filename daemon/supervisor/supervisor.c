@@ -1,3 +1,8 @@
+/*
+ * The supervisor process (supervisor.h).
+ *
+ * Process: the supervisor.
+ */
 #include "supervisor.h"
 
 #include <fcntl.h>

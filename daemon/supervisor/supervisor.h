@@ -15,6 +15,8 @@
  * config again and hands it to the listener. Every second it checks that
  * the socket file is still its own, and makes it again if not. On SIGTERM
  * or SIGINT it stops them, removes the socket and exits.
+ *
+ * Process: the supervisor.
  */
 #ifndef TOOLRUN_SUPERVISOR_H
 #define TOOLRUN_SUPERVISOR_H

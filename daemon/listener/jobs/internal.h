@@ -3,6 +3,8 @@
  * and output.c share, and nothing outside listener/jobs/ includes. A job,
  * its streams and their spill files are open here and a handle anywhere
  * else.
+ *
+ * Process: the listener.
  */
 #ifndef TOOLRUN_JOBS_INTERNAL_H
 #define TOOLRUN_JOBS_INTERNAL_H

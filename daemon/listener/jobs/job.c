@@ -1,7 +1,7 @@
 /*
  * Jobs: one request, from the validated Request to the Exit message.
  *
- *   job_start       (jobstart.c) policy check, pipes for shaped streams,
+ *   job_start       (start.c) policy check, pipes for shaped streams,
  *                   Spawn order
  *   jobs_on_spawned Started (or the reason nothing ran)
  *   (output.c)      read, shape, spill, queue Output
@@ -15,6 +15,8 @@
  * A job is a listed tool, or an agent command (Request.command): the
  * first process of a tree, handed over whole so that one budget shapes
  * what reaches the agent (preload/command.h).
+ *
+ * Process: the listener.
  */
 #include <fcntl.h>
 #include <signal.h>

@@ -11,12 +11,14 @@
  *   listener  ─ jobs_on_spawned, jobs_on_exited, jobs_on_input_state,
  *               jobs_on_spill_opened (the launcher's replies, by id) ─►  job
  *
- * jobstart.c validates the request (policy.c) and orders the launcher to
+ * start.c validates the request (policy.c) and orders the launcher to
  * run it; output.c reads the program's shaped streams (shape.c) and
  * hands them to the client; job.c follows the program to its end. A job
  * knows its client only through job_client: a connection, or a session
  * whose command it is (job_attach). struct job is open only to these
  * three files (internal.h); to the rest of the listener it is a handle.
+ *
+ * Process: the listener.
  */
 #ifndef TOOLRUN_JOB_H
 #define TOOLRUN_JOB_H

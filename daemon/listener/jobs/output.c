@@ -15,6 +15,8 @@
  * then the stream's bytes wait in memory, and the pipe is not read: a
  * program writing fast is held back for that long rather than losing
  * what the file should keep.
+ *
+ * Process: the listener.
  */
 #include <fcntl.h>
 #include <stdio.h>

@@ -11,6 +11,8 @@
  *
  * Whom the program runs as comes with the request (job_caller): the peer
  * that asked, as it connected.
+ *
+ * Process: the listener.
  */
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,6 +1,8 @@
 /*
  * Inside the sessions module (session.h), in the listener: what session.c
  * and start.c share, and nothing outside listener/sessions/ includes.
+ *
+ * Process: the listener.
  */
 #ifndef TOOLRUN_SESSIONS_INTERNAL_H
 #define TOOLRUN_SESSIONS_INTERNAL_H

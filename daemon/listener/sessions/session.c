@@ -1,7 +1,7 @@
 /*
  * Sessions: the calls, a command's life in its session, and the answers.
  *
- *   sessions_call     NEW (sessionstart.c), RUN, READ, WRITE, INTERRUPT,
+ *   sessions_call     NEW (start.c), RUN, READ, WRITE, INTERRUPT,
  *                     KILL, CLOSE, LIST
  *   session_wait      a call that waits: answered when the command ends,
  *                     when it waits for input, or at the call's timeout
@@ -11,6 +11,8 @@
  * A command runs as a job attached to the session's pipes (job.h); the
  * session is that job's client, and keeps what the job hands it until a
  * reply carries it.
+ *
+ * Process: the listener.
  */
 #include "internal.h"
 
@@ -413,7 +415,7 @@ static int new_key(struct session *s)
 static int send_command(struct session *s, const ProtobufCBinaryData *cmd)
 {
 	/* The pipe holds a key, SESSION_COMMAND_MAX bytes and a NUL
-	 * (sessionstart.c), and bash has read the last command whole
+	 * (start.c), and bash has read the last command whole
 	 * before it ran it. */
 	uint8_t nul = 0;
 	int r = new_key(s);

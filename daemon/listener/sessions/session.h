@@ -22,6 +22,8 @@
  * session_idle seconds without a call, when its bash exits, or when
  * toolrund stops. docs/sessions.md says what a client sees. struct session
  * is open only to session.c and start.c (internal.h).
+ *
+ * Process: the listener.
  */
 #ifndef TOOLRUN_SESSION_H
 #define TOOLRUN_SESSION_H

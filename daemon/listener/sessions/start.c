@@ -9,6 +9,8 @@
  *
  * The listener may open nothing, so a terminal comes from the launcher,
  * opened as the caller; the pipes are the listener's own (pipe2).
+ *
+ * Process: the listener.
  */
 #include "internal.h"
 
