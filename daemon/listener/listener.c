@@ -1,21 +1,23 @@
 /*
- * The listener process (listener.h): its set-up and sandbox, signals,
- * the supervisor's channel (configs, sockets, reload answers), the
- * launcher's replies routed to the jobs, and the main loop. Connections
- * are conn.c's, jobs job.c's, orders to the launcher order.c's.
+ * The listener process (listener.h): its start, set-up and sandbox,
+ * signals, the supervisor's channel (configs, sockets, reload answers),
+ * the launcher's replies routed to the jobs and sessions, and the main
+ * loop. Connections are conn.c's, jobs jobs/', sessions sessions/',
+ * orders to the launcher order.c's.
  *
  * Process: the listener.
  */
 #include "listener.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdint.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 

@@ -80,7 +80,7 @@ struct job {
 	struct job *prev, *next;
 };
 
-/* Between job.c, start.c and output.c                                */
+/* Between job.c, start.c and output.c. */
 
 /* Finish the job once it has ended and its streams are done. */
 void job_maybe_finish(struct job *j);

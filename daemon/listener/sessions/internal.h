@@ -101,7 +101,7 @@ struct session {
 	struct session *prev, *next;
 };
 
-/* Between session.c and start.c                                      */
+/* Between session.c and start.c. */
 
 /* How a session hears from its current command's job. */
 extern const struct job_client_ops session_client_ops;
