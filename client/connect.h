@@ -5,7 +5,7 @@
  *
  * The daemon listens at the config's `socket` or, when it could not use
  * that directory (a read-only root, a directory of another user), at the
- * first `socket_fallback` it could (daemon/sock.h). A client tries them in
+ * first `socket_fallback` it could (daemon/ipc/sock.h). A client tries them in
  * the same order and takes the first that answers and passes the trust
  * checks of trust.h; an untrusted one is never sent anything.
  *

@@ -339,7 +339,7 @@ int sess_command_status(const Toolrun__SessionReply *r)
 /* ------------------------------------------------------------------ */
 /* What shaping cut                                                    */
 
-/* The marker's words (daemon/shape.c, emit_marker): "...[toolrun cut "
+/* The marker's words (daemon/rules/shape.c, emit_marker): "...[toolrun cut "
  * COUNT " of " WHOSE " here: " RANGE "; " WHERE "]", COUNT being "K
  * lines (B bytes)" or "B bytes". */
 #define MARKER_START "...[toolrun cut "

@@ -95,7 +95,7 @@ int sess_command_status(const Toolrun__SessionReply *r);
  * model reading a long result misses a notice in its middle: "cut:
  * stdout lines 101-99900 of 100000 (at the marker above); the whole
  * stdout is in PATH", a clause per stream cut, the range and the place
- * as the marker says them (daemon/shape.c) when this reply holds it,
+ * as the marker says them (daemon/rules/shape.c) when this reply holds it,
  * else the counts of Exit's StreamStats. "" when nothing was cut, or
  * while the command runs (a cut is known only at its end). */
 void sess_cut_line(const Toolrun__SessionReply *r, char *s, size_t len);

@@ -1,6 +1,6 @@
 /*
  * The audit log's hash chain, shared by the launcher (which writes the
- * log, daemon/auditlog.c) and `toolrun audit verify`.
+ * log, daemon/launcher/auditlog.c) and `toolrun audit verify`.
  *
  * Every line of the log is one JSON object whose first member is
  *

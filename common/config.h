@@ -156,7 +156,7 @@ struct config {
 	uint32_t audit_keep;
 	/* libtoolrun.so as LD_PRELOAD names it (absolute). Only an entry
 	 * equal to it is toolrun's own: toolrund keeps a program that has it
-	 * nested (see daemon/policy.h). */
+	 * nested (see daemon/rules/policy.h). */
 	char preload[CONFIG_PATH_MAX];
 	enum truncate_mode truncate;
 	enum fallback_mode fallback;

@@ -1,6 +1,6 @@
 /*
  * The one rule for "is this binary?" and the one table of file types,
- * for a file or a stream alike: the daemon's shaper (daemon/shape.c),
+ * for a file or a stream alike: the daemon's shaper (daemon/rules/shape.c),
  * read_file and <open> (front/core/files.c) and the search index
  * (front/core/searchindex.c) ask here, so that what one calls text the others do.
  * What valid UTF-8 is comes from utf8.h.

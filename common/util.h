@@ -9,7 +9,7 @@
  *      -EPROTO, ... on failure. Most of common/, proto/, daemon/, client/wire.c
  *      and preload/. Where the caller must also say what failed, a buffer
  *      (char *why / *err, size_t len) gets one line naming the object:
- *      daemon/sandbox.c, sock.c, spill.c, auditlog.c, client/connect.c;
+ *      daemon/base/sandbox.c, sock.c, spill.c, auditlog.c, client/connect.c;
  *      config.c puts it in cfg->error.
  *   2. An expected outcome the caller must handle is a positive value,
  *      named in an enum or in the header: fd_walk's FD_WALK_NO_DIR,

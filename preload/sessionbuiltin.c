@@ -1,6 +1,6 @@
 /*
  * toolrun-session.so: the bash builtin `toolrun_session`, the only part of
- * a session's loop that speaks to toolrund (daemon/sessionstart.c has the
+ * a session's loop that speaks to toolrund (daemon/listener/sessions/start.c has the
  * loop, and loads this with `enable -f`).
  *
  *   toolrun_session ready        "ready\0" to fd 4: the loop runs

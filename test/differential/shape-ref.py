@@ -2,7 +2,7 @@
 """shape-ref [options] [MAX_BYTES MAX_LINES] < stream > shaped
 
 A reference implementation of toolrun's shaping rule, written from its
-statement in daemon/shape.h (not from shape.c), for the shaping part of
+statement in daemon/rules/shape.h (not from shape.c), for the shaping part of
 the differential suite. Without MAX_BYTES MAX_LINES, SHAPE_BYTES and
 SHAPE_LINES from the environment are the budgets (0: none; no byte budget
 means SHAPE_HOLD_MAX).

@@ -2,7 +2,7 @@
 # A session's command runs in the session's own bash, and cannot speak for
 # it: the end of a command and its status count only with the key
 # toolrund sent with it, which only toolrun's builtin in that bash holds
-# (daemon/session.h, preload/sessionbuiltin.c). Its errors read as under
+# (daemon/listener/sessions/internal.h, preload/sessionbuiltin.c). Its errors read as under
 # bash -c, and the audit says which facts the shell reported.
 
 load helpers

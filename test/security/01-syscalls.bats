@@ -229,9 +229,9 @@ other_abi_verdict() {
 }
 
 @test "10-coverage-filters: every call the daemon's filters deny is in the matrix" {
-	# The deny lists as daemon/sandbox.c spells them; a call added there
+	# The deny lists as daemon/base/sandbox.c spells them; a call added there
 	# must be added here too.
-	local src="$TOOLRUN_SOURCE/daemon/sandbox.c" name missing=()
+	local src="$TOOLRUN_SOURCE/daemon/base/sandbox.c" name missing=()
 	local names
 	names=$(sed -n '/^static const char \*const \(denied\|unsupported\)\[\] = {/,/^};/p' "$src" |
 		grep -o '"[a-z0-9_]*"' | tr -d '"')

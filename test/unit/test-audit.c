@@ -1,6 +1,6 @@
 /*
- * Unit tests for the audit log: records (daemon/audit.c), the file and
- * its rotation (daemon/auditlog.c), the chain and its verification
+ * Unit tests for the audit log: records (daemon/rules/audit.c), the file and
+ * its rotation (daemon/launcher/auditlog.c), the chain and its verification
  * (common/auditchain.c), and the launcher's Audit and AuditLogAt
  * messages end to end.
  */

@@ -1,5 +1,5 @@
 /*
- * Unit tests for daemon/event.c: timers fire in deadline order, an
+ * Unit tests for daemon/base/event.c: timers fire in deadline order, an
  * object released in a handler is freed only after the batch, and a
  * source deleted by an earlier handler of the batch is not called.
  * Real pipes and a real epoll instance.

@@ -1,5 +1,5 @@
 /*
- * Unit tests for daemon/policy.c: validation of a decoded Request
+ * Unit tests for daemon/rules/policy.c: validation of a decoded Request
  * (policy_check) and the program's environment (policy_environment).
  */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * Unit tests for daemon/proctree.c, with real processes: killing a
+ * Unit tests for daemon/launcher/proctree.c, with real processes: killing a
  * session wherever its process groups are, finding who still holds a
  * pipe or FIFO open for writing, and seeing a session's process blocked
  * reading its input.

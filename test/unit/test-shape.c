@@ -1,6 +1,6 @@
 /*
- * Unit tests for daemon/shape.c and common/sniff.c: what of an output
- * stream reaches the agent. daemon/shape.h states the rule checked here;
+ * Unit tests for daemon/rules/shape.c and common/sniff.c: what of an output
+ * stream reaches the agent. daemon/rules/shape.h states the rule checked here;
  * test/differential/shape-ref.py is a second implementation of it. The
  * property tests at the end check that the way a stream is split into
  * reads changes nothing, and that spill gets exactly the whole stream.

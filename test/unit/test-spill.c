@@ -1,5 +1,5 @@
 /*
- * Unit tests for daemon/spill.c in real temporary directories: the
+ * Unit tests for daemon/launcher/spill.c in real temporary directories: the
  * layout and modes, what is refused (a symbolic link, a directory of
  * someone else, one open to others), the directory made beside a
  * spill_dir that is not toolrund's, a held spill_dir that went away,
