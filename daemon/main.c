@@ -173,9 +173,20 @@ static int listen_somewhere(struct listen_socket *sock, const struct config *cfg
 	return -1;
 }
 
-TOOLRUN_NOT_A_COMMAND;
+/* What a step of main returns when startup goes on; any other value is
+ * the exit status to return with. */
+#define GO_ON (-1)
 
-int main(int argc, char **argv)
+/* Who toolrund runs as, and why it is not its configured user. */
+struct identity {
+	uid_t uid;
+	gid_t gid;
+	const char *user_name; /* for initgroups; NULL: no such name */
+	char single[192];      /* why toolrund cannot be its `user`; "": it can */
+	bool drop;             /* root now, the user once the socket is claimed */
+};
+
+static int parse_options(int argc, char **argv, const char **file, bool *check_only)
 {
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'},
@@ -185,16 +196,16 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
-	const char *file = getenv("TOOLRUN_CONFIG");
-	bool check_only = false;
 	int opt;
 
-	if (!file || !*file)
-		file = config_default_path;
+	*file = getenv("TOOLRUN_CONFIG");
+	*check_only = false;
+	if (!*file || !**file)
+		*file = config_default_path;
 	while ((opt = getopt_long(argc, argv, "c:nvh", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'c': file = optarg; break;
-		case 'n': check_only = true; break;
+		case 'c': *file = optarg; break;
+		case 'n': *check_only = true; break;
 		case 'v': log_set_level(LOG_DEBUG); break;
 		case 'V': printf("toolrund %s\n", TOOLRUN_VERSION); return 0;
 		case 'h': usage(stdout); return 0;
@@ -206,7 +217,12 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	return GO_ON;
+}
 
+/* Read and check the config into *out; with -n, say so and stop there. */
+static int load_config(const char *file, bool check_only, struct config **out)
+{
 	struct config *cfg = malloc(sizeof(*cfg));
 	char *scratch = malloc(CONFIG_MAX_FILE + 1);
 	if (!cfg || !scratch) {
@@ -227,7 +243,12 @@ int main(int argc, char **argv)
 		free(cfg);
 		return 0;
 	}
+	*out = cfg;
+	return GO_ON;
+}
 
+static int harden_process(void)
+{
 	/* Nobody else of our uid may read our memory or attach to us (a
 	 * program of a daemon that runs as its caller, in single identity;
 	 * the agent, where it is the daemon's user): /proc/PID/mem, environ
@@ -235,7 +256,6 @@ int main(int argc, char **argv)
 	 * after their execve. */
 	if (prctl(PR_SET_DUMPABLE, 0) < 0) {
 		fprintf(stderr, "toolrund: cannot make itself undumpable: %s\n", errno_text(errno));
-		free(cfg);
 		return 1;
 	}
 
@@ -249,88 +269,141 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit();
+	return GO_ON;
+}
 
-	/* Who to run as: the configured user, when toolrund can become it
-	 * and still run programs as their callers; else itself. */
-	uid_t uid = geteuid();
-	gid_t gid = getegid();
-	const char *user_name = NULL;
-	char single[192] = ""; /* why toolrund cannot be its `user` */
-	bool drop = false;
-	if (cfg->user[0]) {
-		uid_t want;
-		gid_t want_gid;
-		char names[96];
-		uint64_t missing = caps_missing();
-		/* An image's config serves images without that account too
-		 * (toolrun added to any image): there is no one to become. */
-		if (!find_user(cfg->user, &want, &want_gid, &user_name))
-			snprintf(single, sizeof(single), "no user %s exists here (/etc/passwd)",
-				 cfg->user);
-		else if (uid == want)
-			; /* started as its user */
-		else if (uid != 0)
-			snprintf(single, sizeof(single), "it was started as uid %u, not as root",
-				 (unsigned)uid);
-		else if (missing)
-			snprintf(single, sizeof(single), "it was started as root without %s",
-				 caps_names(missing, names, sizeof(names)));
-		else {
-			drop = true;
-			uid = want;
-			gid = want_gid;
-		}
+/* Who to run as: the configured user, when toolrund can become it and
+ * still run programs as their callers; else itself. */
+static void choose_identity(const struct config *cfg, struct identity *id)
+{
+	*id = (struct identity){.uid = geteuid(), .gid = getegid()};
+	if (!cfg->user[0])
+		return;
+	uid_t want;
+	gid_t want_gid;
+	char names[96];
+	uint64_t missing = caps_missing();
+	/* An image's config serves images without that account too
+	 * (toolrun added to any image): there is no one to become. */
+	if (!find_user(cfg->user, &want, &want_gid, &id->user_name))
+		snprintf(id->single, sizeof(id->single), "no user %s exists here (/etc/passwd)",
+			 cfg->user);
+	else if (id->uid == want)
+		; /* started as its user */
+	else if (id->uid != 0)
+		snprintf(id->single, sizeof(id->single), "it was started as uid %u, not as root",
+			 (unsigned)id->uid);
+	else if (missing)
+		snprintf(id->single, sizeof(id->single), "it was started as root without %s",
+			 caps_names(missing, names, sizeof(names)));
+	else {
+		id->drop = true;
+		id->uid = want;
+		id->gid = want_gid;
 	}
+}
 
-	struct supervisor S = {.cfg = cfg};
-	if (resolve_allowed(&S, cfg, uid) < 0) {
-		free(cfg);
+/* Whom to serve: allow_uids, and toolrund's own uid when it could not
+ * become its user. */
+static int choose_served(struct supervisor *S, const struct identity *id)
+{
+	if (resolve_allowed(S, S->cfg, id->uid) < 0)
 		return 2;
-	}
 	/* Not its user: it serves itself, as a daemon without a `user` does. */
-	if (single[0] && uid_index(S.allowed, S.nallowed, uid) < 0 &&
-	    S.nallowed < MAX_ALLOWED_UIDS)
-		S.allowed[S.nallowed++] = uid;
-	/* Serving only ourselves, the directory can be ours alone. */
-	bool others = S.nallowed > 1 || S.allowed[0] != uid;
+	if (id->single[0] && uid_index(S->allowed, S->nallowed, id->uid) < 0 &&
+	    S->nallowed < MAX_ALLOWED_UIDS)
+		S->allowed[S->nallowed++] = id->uid;
+	return GO_ON;
+}
 
-	struct listen_socket sock;
-	if (listen_somewhere(&sock, cfg, others ? 0755 : 0700, uid, gid) < 0) {
-		free(cfg);
+/* Whether a uid other than toolrund's own is served. */
+static bool serves_others(const struct supervisor *S, uid_t self)
+{
+	return S->nallowed > 1 || S->allowed[0] != self;
+}
+
+/* Claim the socket while toolrund may still make its directory anywhere,
+ * then become the user for good. */
+static int claim_socket_and_drop(struct supervisor *S, struct listen_socket *sock,
+				 const struct identity *id)
+{
+	/* Serving only ourselves, the directory can be ours alone. */
+	mode_t dir_mode = serves_others(S, id->uid) ? 0755 : 0700;
+
+	if (listen_somewhere(sock, S->cfg, dir_mode, id->uid, id->gid) < 0)
+		return 1;
+	if (id->drop && drop_to(id->uid, id->gid, id->user_name) < 0) {
+		sock_close(sock);
 		return 1;
 	}
-	if (drop && drop_to(uid, gid, user_name) < 0) {
-		sock_close(&sock);
-		free(cfg);
-		return 1;
-	}
-	S.sock = &sock;
-	S.dir_mode = others ? 0755 : 0700;
-	S.uid = uid;
-	S.gid = gid;
-	S.can_switch = caps_can_switch();
+	S->sock = sock;
+	S->dir_mode = dir_mode;
+	S->uid = id->uid;
+	S->gid = id->gid;
+	S->can_switch = caps_can_switch();
+	return GO_ON;
+}
+
+/* Say how toolrund serves, and warn when it serves less than its config
+ * asked for. */
+static void log_startup(const struct supervisor *S, const struct identity *id,
+			const char *file)
+{
+	const struct config *cfg = S->cfg;
+	uid_t uid = id->uid;
+
 	log_info("toolrund %s: config %s, uid %u, socket %s", TOOLRUN_VERSION, file,
-		 (unsigned)getuid(), sock.path);
+		 (unsigned)getuid(), S->sock->path);
 	char served[48] = "root";
 	if (uid != 0)
 		snprintf(served, sizeof(served), "uid %u and root", (unsigned)uid);
-	if (single[0] && S.can_switch)
+	if (id->single[0] && S->can_switch)
 		log_warn("user = %s, but toolrund cannot become it: %s. It stays root, and "
-			 "still runs each program as its caller", cfg->user, single);
-	else if (single[0])
+			 "still runs each program as its caller", cfg->user, id->single);
+	else if (id->single[0])
 		log_warn("user = %s, but toolrund cannot become it: %s. It runs as uid %u in "
 			 "single identity: every program runs as uid %u, which can signal and "
 			 "read toolrund, and it serves only %s. To run as %s, start it as "
 			 "root with CAP_SETUID, CAP_SETGID, CAP_KILL and CAP_CHOWN "
 			 "(container/run.sh does)",
-			 cfg->user, single, (unsigned)uid, (unsigned)uid, served, cfg->user);
-	else if (!S.can_switch && others)
+			 cfg->user, id->single, (unsigned)uid, (unsigned)uid, served, cfg->user);
+	else if (!S->can_switch && serves_others(S, uid))
 		log_warn("toolrund runs as uid %u without CAP_SETUID, CAP_SETGID, CAP_KILL and "
 			 "CAP_CHOWN: it cannot run programs as their callers, so it serves only "
 			 "uid %u (and root, whose programs run as uid %u); start it as root with "
 			 "`user` set, or grant it those capabilities",
 			 (unsigned)uid, (unsigned)uid, (unsigned)uid);
-	int code = supervisor_run(&S);
+}
+
+TOOLRUN_NOT_A_COMMAND;
+
+int main(int argc, char **argv)
+{
+	const char *file;
+	bool check_only;
+	struct config *cfg = NULL;
+	struct identity id;
+	struct supervisor S = {0};
+	struct listen_socket sock;
+
+	int code = parse_options(argc, argv, &file, &check_only);
+	if (code == GO_ON)
+		code = load_config(file, check_only, &cfg);
+	if (code == GO_ON)
+		code = harden_process();
+	if (code == GO_ON) {
+		choose_identity(cfg, &id);
+		S.cfg = cfg;
+		code = choose_served(&S, &id);
+	}
+	if (code == GO_ON)
+		code = claim_socket_and_drop(&S, &sock, &id);
+	if (code != GO_ON) {
+		free(cfg);
+		return code;
+	}
+	log_startup(&S, &id, file);
+	code = supervisor_run(&S);
 	if (S.cfg_owned)
 		free(S.cfg);
 	free(cfg);

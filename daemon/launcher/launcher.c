@@ -215,6 +215,175 @@ static uint64_t command_below(const struct launcher *L, pid_t caller)
 	return at < 0 ? 0 : ids[at];
 }
 
+/* Whether the program's stdin (target 0, if the order has one) is a pipe
+ * or FIFO, and which: CheckInput asks who else holds it for writing. */
+static bool stdin_is_fifo(const Toolrun__Launcher__Spawn *s, const int *fds, struct stat *in)
+{
+	bool in_fifo = false;
+	for (size_t i = 0; i < s->n_fds; i++)
+		if (s->fds[i] == 0)
+			in_fifo = fstat(fds[i + 1], in) == 0 && S_ISFIFO(in->st_mode);
+	return in_fifo;
+}
+
+/* A Spawn's strings, NUL-terminated, and the child's scratch space: what
+ * the child uses, allocated before the fork (it may not allocate). */
+struct spawn_args {
+	char **argv;
+	char **envp;
+	char **path;    /* the executable: path[0] */
+	char **ck_path; /* the checked file (Spawn.checked), or NULL */
+	int *scratch;   /* launch_plan.scratch */
+};
+
+/* Returns false when memory ran out; what was copied is freed by
+ * spawn_args_free all the same. */
+static bool spawn_args_copy(struct spawn_args *a, const Toolrun__Launcher__Spawn *s)
+{
+	ProtobufCBinaryData exe = s->executable;
+	const Toolrun__Launcher__CheckedFile *ck = s->checked;
+	ProtobufCBinaryData ck_bytes = ck ? ck->path : (ProtobufCBinaryData){0};
+
+	a->argv = strings(s->argv, s->n_argv);
+	a->envp = strings(s->envp, s->n_envp);
+	a->path = strings(&exe, 1);
+	a->ck_path = ck ? strings(&ck_bytes, 1) : NULL;
+	a->scratch = malloc((2 * s->n_fds + 1) * sizeof(int));
+	if (ck && ck->path.len == 0)
+		fatal("order with an empty checked path", EPROTO);
+	return a->argv && a->envp && a->path && a->scratch && (!ck || a->ck_path);
+}
+
+static void spawn_args_free(struct spawn_args *a)
+{
+	free(a->argv);
+	free(a->envp);
+	free(a->path);
+	free(a->ck_path);
+	free(a->scratch);
+}
+
+/* The caller's process state (Spawn.state), which the program inherits
+ * as if its caller had run it; limits holds RLIM_NLIMITS. */
+static void plan_state(struct launch_plan *plan, const Toolrun__ProcessState *st,
+		       struct launch_limit *limits)
+{
+	unsigned nlimits = 0;
+
+	plan->umask = (mode_t)(st->umask & 0777);
+	plan->blocked_signals = st->blocked_signals;
+	plan->ignored_signals = st->ignored_signals;
+	plan->nice = st->nice;
+	plan->cpu_affinity = st->cpu_affinity.len ? st->cpu_affinity.data : NULL;
+	plan->cpu_affinity_len = st->cpu_affinity.len;
+	plan->oom_score_adj = st->oom_score_adj;
+	plan->io_priority = st->io_priority;
+	plan->sched_policy = (int)st->sched_policy;
+	plan->sched_priority = (int)st->sched_priority;
+	plan->personality = st->personality;
+	for (size_t i = 0; i < st->n_limits && nlimits < RLIM_NLIMITS; i++) {
+		if (st->limits[i]->resource >= RLIM_NLIMITS)
+			fatal("order with an unknown resource limit", EPROTO);
+		limits[nlimits++] = (struct launch_limit){
+			.resource = (int)st->limits[i]->resource,
+			.soft = st->limits[i]->soft,
+			.hard = st->limits[i]->hard,
+		};
+	}
+	plan->nlimits = nlimits;
+}
+
+/* The plan for a Spawn: its program, fds, state and identity. */
+static void plan_spawn(struct launch_plan *plan, const struct launcher *L,
+		       const Toolrun__Launcher__Spawn *s, const struct spawn_args *a,
+		       int *fds, struct launch_limit *limits)
+{
+	*plan = (struct launch_plan){
+		.path = a->path[0],
+		.argv = a->argv,
+		.envp = a->envp,
+		.cwd_fd = fds[0],
+		.src_fds = fds + 1,
+		.targets = s->fds,
+		.ntargets = (unsigned)s->n_fds,
+		.scratch = a->scratch,
+		.self = &L->self,
+		.has_state = s->state != NULL,
+		.limits = limits,
+		.filters = &L->filters,
+		.network = s->network,
+		.controlling_tty = s->controlling_tty,
+		.subreaper = s->command,
+	};
+	if (s->state)
+		plan_state(plan, s->state, limits);
+	if (L->callers.can_switch)
+		plan_identity(L, s, plan);
+}
+
+/* Start the Spawn's program. Returns its pid, or 0 with the failing step
+ * and errno in *err and *step. */
+static pid_t launch_spawned(const struct launcher *L, const Toolrun__Launcher__Spawn *s,
+			    const struct spawn_args *a, int *fds, int *err,
+			    enum launch_step *step)
+{
+	const Toolrun__Launcher__CheckedFile *ck = s->checked;
+	struct launch_limit limits[RLIM_NLIMITS];
+	struct launch_plan plan;
+	struct exec_expect expect;
+
+	plan_spawn(&plan, L, s, a, fds, limits);
+	if (ck) {
+		expect = (struct exec_expect){
+			.path = a->ck_path[0],
+			.dev = (dev_t)ck->dev,
+			.ino = (ino_t)ck->ino,
+			.by_name = ck->by_name,
+		};
+		plan.expect = &expect;
+	}
+	pid_t pid = launch_and_wait(&plan, err, step);
+	/* A caller in a directory it may not search (root without
+	 * CAP_DAC_OVERRIDE in the agent's 0700 workspace) is in it all the
+	 * same, as a program it ran directly would be: the child enters it
+	 * as its owner, then becomes the caller, who gains no access by it
+	 * (every lookup from there is still checked as the caller's). */
+	struct stat dir;
+	if (pid == 0 && *step == LAUNCH_STEP_CWD && *err == EACCES && plan.switch_identity &&
+	    fstat(fds[0], &dir) == 0) {
+		plan.enter_as_owner = true;
+		plan.dir_owner = dir.st_uid;
+		pid = launch_and_wait(&plan, err, step);
+	}
+	return pid;
+}
+
+/* Keep the started program for the orders that name its job, and for
+ * its end. Without the memory to, it is killed: a failed start. */
+static void remember_spawned(struct launcher *L, const Toolrun__Launcher__Spawn *s,
+			     pid_t pid, bool in_fifo, const struct stat *in, int *err,
+			     enum launch_step *step)
+{
+	struct launched *j = calloc(1, sizeof(*j));
+	if (!j) {
+		kill(-pid, SIGKILL);
+		*err = ENOMEM;
+		*step = LAUNCH_STEP_FORK;
+		return;
+	}
+	j->job = s->job;
+	j->pid = pid;
+	j->command = s->command;
+	j->stdin_fifo = in_fifo;
+	j->stdin_dev = in->st_dev;
+	j->stdin_ino = in->st_ino;
+	j->uid = (uid_t)s->uid;
+	j->gid = (gid_t)s->gid;
+	LIST_INSERT_HEAD(&L->jobs, j, link);
+}
+
+/* Spawn: start the program, close the order's fds (the child has its
+ * copies), and report how it went (Spawned). */
 static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 		  int *fds, unsigned nfds)
 {
@@ -224,125 +393,23 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 		fatal("order with a wrong number of fds", EPROTO);
 
 	struct stat in = {0};
-	bool in_fifo = false;
-	for (size_t i = 0; i < s->n_fds; i++)
-		if (s->fds[i] == 0)
-			in_fifo = fstat(fds[i + 1], &in) == 0 && S_ISFIFO(in.st_mode);
-
-	ProtobufCBinaryData exe = s->executable;
-	char **argv = strings(s->argv, s->n_argv);
-	char **envp = strings(s->envp, s->n_envp);
-	char **path = strings(&exe, 1);
-	const Toolrun__Launcher__CheckedFile *ck = s->checked;
-	ProtobufCBinaryData ck_bytes = ck ? ck->path : (ProtobufCBinaryData){0};
-	char **ck_path = ck ? strings(&ck_bytes, 1) : NULL;
-	int *scratch = malloc((2 * s->n_fds + 1) * sizeof(int));
-	struct launch_limit limits[RLIM_NLIMITS];
-	unsigned nlimits = 0;
+	bool in_fifo = stdin_is_fifo(s, fds, &in);
+	struct spawn_args a;
 	pid_t pid = -1;
 	int err = 0;
 	enum launch_step step = LAUNCH_STEP_NONE;
 
-	if (ck && ck->path.len == 0)
-		fatal("order with an empty checked path", EPROTO);
-	if (!argv || !envp || !path || !scratch || (ck && !ck_path)) {
+	if (spawn_args_copy(&a, s)) {
+		pid = launch_spawned(L, s, &a, fds, &err, &step);
+	} else {
 		err = ENOMEM;
 		step = LAUNCH_STEP_FORK;
-		goto out;
 	}
-	struct launch_plan plan = {
-		.path = path[0],
-		.argv = argv,
-		.envp = envp,
-		.cwd_fd = fds[0],
-		.src_fds = fds + 1,
-		.targets = s->fds,
-		.ntargets = (unsigned)s->n_fds,
-		.scratch = scratch,
-		.self = &L->self,
-		.has_state = s->state != NULL,
-		.limits = limits,
-		.filters = &L->filters,
-		.network = s->network,
-		.controlling_tty = s->controlling_tty,
-		.subreaper = s->command,
-	};
-	if (s->state) {
-		const Toolrun__ProcessState *st = s->state;
-		plan.umask = (mode_t)(st->umask & 0777);
-		plan.blocked_signals = st->blocked_signals;
-		plan.ignored_signals = st->ignored_signals;
-		plan.nice = st->nice;
-		plan.cpu_affinity = st->cpu_affinity.len ? st->cpu_affinity.data : NULL;
-		plan.cpu_affinity_len = st->cpu_affinity.len;
-		plan.oom_score_adj = st->oom_score_adj;
-		plan.io_priority = st->io_priority;
-		plan.sched_policy = (int)st->sched_policy;
-		plan.sched_priority = (int)st->sched_priority;
-		plan.personality = st->personality;
-		for (size_t i = 0; i < st->n_limits && nlimits < RLIM_NLIMITS; i++) {
-			if (st->limits[i]->resource >= RLIM_NLIMITS)
-				fatal("order with an unknown resource limit", EPROTO);
-			limits[nlimits++] = (struct launch_limit){
-				.resource = (int)st->limits[i]->resource,
-				.soft = st->limits[i]->soft,
-				.hard = st->limits[i]->hard,
-			};
-		}
-	}
-	plan.nlimits = nlimits;
-	if (L->callers.can_switch)
-		plan_identity(L, s, &plan);
-	struct exec_expect expect;
-	if (ck) {
-		expect = (struct exec_expect){
-			.path = ck_path[0],
-			.dev = (dev_t)ck->dev,
-			.ino = (ino_t)ck->ino,
-			.by_name = ck->by_name,
-		};
-		plan.expect = &expect;
-	}
-	pid = launch_and_wait(&plan, &err, &step);
-	/* A caller in a directory it may not search (root without
-	 * CAP_DAC_OVERRIDE in the agent's 0700 workspace) is in it all the
-	 * same, as a program it ran directly would be: the child enters it
-	 * as its owner, then becomes the caller, who gains no access by it
-	 * (every lookup from there is still checked as the caller's). */
-	struct stat dir;
-	if (pid == 0 && step == LAUNCH_STEP_CWD && err == EACCES && plan.switch_identity &&
-	    fstat(fds[0], &dir) == 0) {
-		plan.enter_as_owner = true;
-		plan.dir_owner = dir.st_uid;
-		pid = launch_and_wait(&plan, &err, &step);
-	}
-out:
-	free(argv);
-	free(envp);
-	free(path);
-	free(ck_path);
-	free(scratch);
+	spawn_args_free(&a);
 	for (unsigned i = 0; i < nfds; i++)
 		close(fds[i]);
-
-	if (pid > 0) {
-		struct launched *j = calloc(1, sizeof(*j));
-		if (!j) {
-			kill(-pid, SIGKILL);
-			err = ENOMEM;
-			step = LAUNCH_STEP_FORK;
-		} else {
-			j->job = s->job;
-			j->pid = pid;
-			j->command = s->command;
-			j->stdin_fifo = in_fifo;
-			j->stdin_dev = in.st_dev;
-			j->stdin_ino = in.st_ino;
-			j->uid = (uid_t)s->uid;
-			j->gid = (gid_t)s->gid;
-			LIST_INSERT_HEAD(&L->jobs, j, link);
-		}
-	}
+	if (pid > 0)
+		remember_spawned(L, s, pid, in_fifo, &in, &err, &step);
 	report_spawned(L, s->job, err ? 0 : pid, err, step,
 		       s->command || err ? 0 : command_below(L, (pid_t)s->caller_pid));
 }

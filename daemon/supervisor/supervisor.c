@@ -286,21 +286,23 @@ static bool check_socket(struct supervisor *S, struct pair *p)
 	return true;
 }
 
-int supervisor_run(struct supervisor *S)
+/* The state of supervisor_run's loop. Times are now_ms() values. */
+struct run {
+	struct pair p;
+	int sigfd;
+	bool stopping;
+	uint64_t restart_at;      /* no pair: start one then */
+	uint64_t stop_deadline;   /* stopping: SIGKILL what is left then */
+	uint64_t socket_check_at; /* check_socket then */
+	unsigned quick;           /* pairs in a row that ended before STABLE_MS */
+	int code;                 /* supervisor_run's result */
+};
+
+/* The signals the supervisor acts on, blocked and read from a signalfd
+ * in its loop. Returns the fd, or -1 (logged). */
+static int open_signalfd(void)
 {
 	sigset_t mask;
-	struct pair p = {.note = -1, .control = -1};
-	bool stopping = false;
-	uint64_t restart_at = 0, stop_deadline = 0;
-	uint64_t socket_check_at = now_ms() + SOCKET_CHECK_MS;
-	char err[256];
-
-	if (sandbox_supervisor(err, sizeof(err)) < 0) {
-		log_error("%s", err);
-		return 1;
-	}
-	unsigned quick = 0;
-	int code = 0;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
@@ -309,100 +311,164 @@ int supervisor_run(struct supervisor *S)
 	sigaddset(&mask, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
 		log_error("cannot block signals: %s", errno_text(errno));
-		return 1;
+		return -1;
 	}
-	_cleanup_close_ int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sigfd < 0) {
+	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sigfd < 0)
 		log_error("signalfd: %s", errno_text(errno));
+	return sigfd;
+}
+
+/* Act on the deadlines that have come: start a pair, kill a survivor or
+ * what is left when stopping, check the socket. Returns true when it
+ * (tried to) start the pair: the loop looks at the time again at once. */
+static bool run_deadlines(struct supervisor *S, struct run *r, uint64_t now)
+{
+	bool idle = !r->p.listener && !r->p.launcher;
+
+	if (!r->stopping && idle && now >= r->restart_at) {
+		if (start_pair(S, &r->p) < 0)
+			r->restart_at = now + RESTART_MAX_MS;
+		return true;
+	}
+	if (r->p.kill_at_ms && now >= r->p.kill_at_ms) {
+		kill_pair(&r->p, SIGKILL);
+		r->p.kill_at_ms = 0;
+	}
+	if (r->stopping && now >= r->stop_deadline)
+		kill_pair(&r->p, SIGKILL);
+	if (!r->stopping && now >= r->socket_check_at) {
+		r->socket_check_at = now + SOCKET_CHECK_MS;
+		if (!check_socket(S, &r->p)) {
+			r->stopping = true;
+			r->stop_deadline = now + STOP_WAIT_MS;
+			kill_pair(&r->p, SIGTERM);
+			r->code = 1;
+		}
+	}
+	return false;
+}
+
+/* How long poll may wait: until the nearest deadline, or -1 for none. */
+static int poll_timeout(const struct run *r, uint64_t now)
+{
+	bool idle = !r->p.listener && !r->p.launcher;
+	uint64_t next = r->stopping ? 0 : r->socket_check_at;
+
+	if (!r->stopping && idle)
+		next = r->restart_at;
+	if (r->p.kill_at_ms && (!next || r->p.kill_at_ms < next))
+		next = r->p.kill_at_ms;
+	if (r->stopping && (!next || r->stop_deadline < next))
+		next = r->stop_deadline;
+	if (next)
+		return next > now ? (int)(next - now) : 0;
+	return -1;
+}
+
+/* Wait for a signal or the listener's control messages, and serve the
+ * latter. Returns -1 (logged) if poll fails. */
+static int wait_for_events(struct supervisor *S, struct run *r, int timeout)
+{
+	struct pollfd pfd[2] = {
+		{.fd = r->sigfd, .events = POLLIN},
+		{.fd = r->p.control, .events = POLLIN},
+	};
+
+	if (poll(pfd, r->p.control >= 0 ? 2 : 1, timeout) < 0 && errno != EINTR) {
+		log_error("poll: %s", errno_text(errno));
+		return -1;
+	}
+	if (r->p.control >= 0 && (pfd[1].revents & (POLLIN | POLLHUP)))
+		supervisor_dispatch_listener(S, &r->p);
+	return 0;
+}
+
+/* SIGTERM or SIGINT: stop the pair, SIGKILL by STOP_WAIT_MS. */
+static void begin_stopping(struct run *r, int signo)
+{
+	if (r->stopping)
+		return;
+	log_info("SIG%s: stopping", sigabbrev_np(signo));
+	r->stopping = true;
+	r->stop_deadline = now_ms() + STOP_WAIT_MS;
+	/* The listener ends every job, then the launcher
+	 * sees its channel close and ends too. */
+	if (r->p.listener)
+		kill(r->p.listener, SIGTERM);
+	else if (r->p.launcher)
+		kill(r->p.launcher, SIGTERM);
+}
+
+/* SIGCHLD only wakes the loop (reap follows); SIGHUP reloads. */
+static void read_signals(struct supervisor *S, struct run *r)
+{
+	struct signalfd_siginfo si;
+
+	while (read(r->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGCHLD:
+			break;
+		case SIGHUP:
+			log_info("SIGHUP: reading %s again", S->cfg->file);
+			reload(S, &r->p);
+			break;
+		default:
+			begin_stopping(r, (int)si.ssi_signo);
+		}
+	}
+}
+
+/* The pair ended on its own: start it again, at once if it ran long
+ * enough, else after a backoff that grows with each quick end. */
+static void schedule_restart(struct run *r)
+{
+	if (r->stopping || !r->p.started_ms || r->p.listener || r->p.launcher)
+		return;
+	uint64_t ran = now_ms() - r->p.started_ms;
+	r->quick = ran >= STABLE_MS ? 0 : r->quick + 1;
+	unsigned wait = r->quick ? backoff_ms(r->quick) : 0;
+	r->restart_at = now_ms() + wait;
+	r->p.started_ms = 0;
+	log_warn("restarting the listener and the launcher in %u ms", wait);
+}
+
+int supervisor_run(struct supervisor *S)
+{
+	struct run r = {
+		.p = {.note = -1, .control = -1},
+		.socket_check_at = now_ms() + SOCKET_CHECK_MS,
+	};
+	char err[256];
+
+	if (sandbox_supervisor(err, sizeof(err)) < 0) {
+		log_error("%s", err);
 		return 1;
 	}
+	_cleanup_close_ int sigfd = open_signalfd();
+	if (sigfd < 0)
+		return 1;
+	r.sigfd = sigfd;
 
 	for (;;) {
 		uint64_t now = now_ms();
-		bool idle = !p.listener && !p.launcher;
 
-		if (stopping && idle)
+		if (r.stopping && !r.p.listener && !r.p.launcher)
 			break;
-		if (!stopping && idle && now >= restart_at) {
-			if (start_pair(S, &p) < 0)
-				restart_at = now + RESTART_MAX_MS;
+		if (run_deadlines(S, &r, now))
 			continue;
-		}
-		if (p.kill_at_ms && now >= p.kill_at_ms) {
-			kill_pair(&p, SIGKILL);
-			p.kill_at_ms = 0;
-		}
-		if (stopping && now >= stop_deadline)
-			kill_pair(&p, SIGKILL);
-		if (!stopping && now >= socket_check_at) {
-			socket_check_at = now + SOCKET_CHECK_MS;
-			if (!check_socket(S, &p)) {
-				stopping = true;
-				stop_deadline = now + STOP_WAIT_MS;
-				kill_pair(&p, SIGTERM);
-				code = 1;
-			}
-		}
-
-		int timeout = -1;
-		uint64_t next = stopping ? 0 : socket_check_at;
-		if (!stopping && idle)
-			next = restart_at;
-		if (p.kill_at_ms && (!next || p.kill_at_ms < next))
-			next = p.kill_at_ms;
-		if (stopping && (!next || stop_deadline < next))
-			next = stop_deadline;
-		if (next)
-			timeout = next > now ? (int)(next - now) : 0;
-
-		struct pollfd pfd[2] = {
-			{.fd = sigfd, .events = POLLIN},
-			{.fd = p.control, .events = POLLIN},
-		};
-		if (poll(pfd, p.control >= 0 ? 2 : 1, timeout) < 0 && errno != EINTR) {
-			log_error("poll: %s", errno_text(errno));
-			kill_pair(&p, SIGKILL);
+		if (wait_for_events(S, &r, poll_timeout(&r, now)) < 0) {
+			kill_pair(&r.p, SIGKILL);
 			return 1;
 		}
-		if (p.control >= 0 && (pfd[1].revents & (POLLIN | POLLHUP)))
-			supervisor_dispatch_listener(S, &p);
-		struct signalfd_siginfo si;
-		while (read(sigfd, &si, sizeof(si)) == sizeof(si)) {
-			switch (si.ssi_signo) {
-			case SIGCHLD:
-				break;
-			case SIGHUP:
-				log_info("SIGHUP: reading %s again", S->cfg->file);
-				reload(S, &p);
-				break;
-			default:
-				if (!stopping) {
-					log_info("SIG%s: stopping", sigabbrev_np((int)si.ssi_signo));
-					stopping = true;
-					stop_deadline = now_ms() + STOP_WAIT_MS;
-					/* The listener ends every job, then the launcher
-					 * sees its channel close and ends too. */
-					if (p.listener)
-						kill(p.listener, SIGTERM);
-					else if (p.launcher)
-						kill(p.launcher, SIGTERM);
-				}
-			}
-		}
-		reap(&p, stopping);
-		if (!stopping && p.started_ms && !p.listener && !p.launcher) {
-			uint64_t ran = now_ms() - p.started_ms;
-			quick = ran >= STABLE_MS ? 0 : quick + 1;
-			unsigned wait = quick ? backoff_ms(quick) : 0;
-			restart_at = now_ms() + wait;
-			p.started_ms = 0;
-			log_warn("restarting the listener and the launcher in %u ms", wait);
-		}
+		read_signals(S, &r);
+		reap(&r.p, r.stopping);
+		schedule_restart(&r);
 	}
-	close_fd(&p.note);
-	close_fd(&p.control);
-	free(p.control_reader.payload);
+	close_fd(&r.p.note);
+	close_fd(&r.p.control);
+	free(r.p.control_reader.payload);
 	sock_close(S->sock);
 	log_info("stopped");
-	return code;
+	return r.code;
 }
