@@ -679,7 +679,9 @@ static void check_waiting(struct launcher *L, const Toolrun__Launcher__CheckWait
 	send_msg(L, &m, NULL, 0);
 }
 
-static void dispatch(struct launcher *L, const Toolrun__Launcher__ToLauncher *m)
+/* One order from the listener. An unknown one is fatal: the listener is
+ * our own, so it is broken or subverted. */
+static void launcher_dispatch_listener(struct launcher *L, const Toolrun__Launcher__ToLauncher *m)
 {
 	switch (m->msg_case) {
 	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_SPAWN:
@@ -870,7 +872,7 @@ static NORETURN void launcher_main(struct launcher *L, pid_t parent)
 				fatal("read from listener", -r);
 			struct arena a;
 			Toolrun__Launcher__ToLauncher *m = decode_order(L, &a);
-			dispatch(L, m);
+			launcher_dispatch_listener(L, m);
 			arena_release(&a);
 			frame_reader_next(&L->reader);
 		}

@@ -4,7 +4,7 @@
  * Request to the jobs and carry its job's messages back.
  *
  *   on_accept, conn_admit   who is at the other end, and whether served
- *   conn_read               frames, within the budgets; conn_dispatch_client
+ *   conn_read               frames, within the budgets; listener_dispatch_client
  *   conn_start_job          the Request becomes a job (job_start)
  *   conn_client_ops         the job's Started, Output and Exit, queued
  *   conn_refuse             Error, then close
@@ -347,8 +347,8 @@ static void conn_start_job(struct conn *c, const Toolrun__Request *req)
 		conn_refuse(c, code, "%s", why);
 }
 
-/* What may follow the Request: Signal, ReaderGone. */
-static void conn_dispatch_running(struct conn *c, const Toolrun__ClientMessage *m)
+/* While its job runs, what may follow the Request: Signal, ReaderGone. */
+static void conn_while_running(struct conn *c, const Toolrun__ClientMessage *m)
 {
 	if (m->msg_case == TOOLRUN__CLIENT_MESSAGE__MSG_READER_GONE) {
 		Toolrun__Stream st = m->reader_gone->stream;
@@ -494,7 +494,10 @@ static void conn_hello(struct conn *c, const Toolrun__Hello *h)
 	/* Not flushed here: see conn_read_done(). */
 }
 
-static void conn_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m)
+/* One message from a client, by what its connection is waiting for.
+ * Anything out of turn is refused (Error, then close), never fatal: the
+ * client is untrusted. A closing connection's messages are dropped. */
+static void listener_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m)
 {
 	if (m->msg_case != TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST &&
 	    m->msg_case != TOOLRUN__CLIENT_MESSAGE__MSG_SESSION_CALL && c->reader.nfds) {
@@ -542,7 +545,7 @@ static void conn_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m
 		conn_start_job(c, m->request);
 		return;
 	case CONN_RUNNING:
-		conn_dispatch_running(c, m);
+		conn_while_running(c, m);
 		return;
 	case CONN_RELOADING:
 		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_UNEXPECTED_MESSAGE,
@@ -660,7 +663,7 @@ static void conn_read(struct conn *c)
 		/* m's argv and envp point into the payload, which a reply
 		 * that ends the connection frees (conn_drop): a handler
 		 * reads them before it answers. */
-		conn_dispatch_client(c, m);
+		listener_dispatch_client(c, m);
 		arena_release(&a);
 		if (!c->dead)
 			conn_reader_next(c, true);
