@@ -40,8 +40,10 @@ static void usage(FILE *out)
 		config_default_path);
 }
 
-/* A user name or number. */
-static bool find_user(const char *name, uid_t *uid, gid_t *gid, const char **canon)
+/* A user name or number; its name, if it has one, is copied to canon
+ * ("" if none): getpwnam's buffer is overwritten by the next lookup (each
+ * name allow_uids lists), long before initgroups reads the name. */
+static bool find_user(const char *name, uid_t *uid, gid_t *gid, char *canon, size_t len)
 {
 	struct passwd *pw = getpwnam(name);
 	char *end;
@@ -54,7 +56,7 @@ static bool find_user(const char *name, uid_t *uid, gid_t *gid, const char **can
 		if (!pw && *name && !*end && errno == 0) {
 			*uid = (uid_t)n;
 			*gid = (gid_t)n;
-			*canon = NULL;
+			canon[0] = '\0';
 			return true;
 		}
 	}
@@ -62,7 +64,9 @@ static bool find_user(const char *name, uid_t *uid, gid_t *gid, const char **can
 		return false;
 	*uid = pw->pw_uid;
 	*gid = pw->pw_gid;
-	*canon = pw->pw_name;
+	if (strlen(pw->pw_name) >= len)
+		return false;
+	strcpy(canon, pw->pw_name);
 	return true;
 }
 
@@ -78,10 +82,10 @@ static int resolve_allowed(struct supervisor *S, const struct config *cfg, uid_t
 		if (n && n < sizeof(word)) {
 			uid_t uid;
 			gid_t gid;
-			const char *canon;
+			char canon[LOGIN_NAME_MAX + 1];
 			memcpy(word, p, n);
 			word[n] = '\0';
-			if (!find_user(word, &uid, &gid, &canon)) {
+			if (!find_user(word, &uid, &gid, canon, sizeof(canon))) {
 				fprintf(stderr, "%s: allow_uids names no user: %s\n", cfg->file, word);
 				return -1;
 			}
@@ -181,7 +185,7 @@ static int listen_somewhere(struct listen_socket *sock, const struct config *cfg
 struct identity {
 	uid_t uid;
 	gid_t gid;
-	const char *user_name; /* for initgroups; NULL: no such name */
+	char user_name[LOGIN_NAME_MAX + 1]; /* for initgroups; "": no such name */
 	char single[192];      /* why toolrund cannot be its `user`; "": it can */
 	bool drop;             /* root now, the user once the socket is claimed */
 };
@@ -285,7 +289,7 @@ static void choose_identity(const struct config *cfg, struct identity *id)
 	uint64_t missing = caps_missing();
 	/* An image's config serves images without that account too
 	 * (toolrun added to any image): there is no one to become. */
-	if (!find_user(cfg->user, &want, &want_gid, &id->user_name))
+	if (!find_user(cfg->user, &want, &want_gid, id->user_name, sizeof(id->user_name)))
 		snprintf(id->single, sizeof(id->single), "no user %s exists here (/etc/passwd)",
 			 cfg->user);
 	else if (id->uid == want)
@@ -332,7 +336,7 @@ static int claim_socket_and_drop(struct supervisor *S, struct listen_socket *soc
 
 	if (listen_somewhere(sock, S->cfg, dir_mode, id->uid, id->gid) < 0)
 		return 1;
-	if (id->drop && drop_to(id->uid, id->gid, id->user_name) < 0) {
+	if (id->drop && drop_to(id->uid, id->gid, id->user_name[0] ? id->user_name : NULL) < 0) {
 		sock_close(sock);
 		return 1;
 	}

@@ -101,3 +101,19 @@ stop_other() {
 		"$PLAIN_BASH" 'env | grep -cE "^(GITHUB_TOKEN|AWS_SECRET_ACCESS_KEY|API_KEY|HARMLESS)="'
 	[ "$output" = 4 ]
 }
+
+@test "07-user-groups: with user = nobody, toolrund takes nobody's groups, whatever users allow_uids names after it" {
+	need_root_and_nobody "start a daemon that drops to another user"
+	ensure_test_users || skip "cannot make the test users"
+	# Each name allow_uids lists is looked up after the user's: the
+	# groups must still be those of the user toolrund becomes.
+	start_other "$TR_DIR/groups/s.sock" "user = nobody" "allow_uids = root $TR_MEMBER"
+	local pid groups=""
+	for pid in $OTHER_PID $(pgrep -P "$OTHER_PID"); do
+		groups+="$(awk '/^Groups:/ { $1 = ""; print }' "/proc/$pid/status" | xargs -n1 | sort -n | xargs);"
+	done
+	stop_other
+	local want
+	want=$(id -G nobody | xargs -n1 | sort -n | xargs)
+	[ "$groups" = "$want;$want;$want;" ]
+}

@@ -21,6 +21,9 @@ NOBODY_GID=$(id -g nobody 2>/dev/null) || NOBODY_GID=
 # since test files run in parallel.
 TR_CALLER=toolrun-t-caller
 TR_CALLER2=toolrun-t-caller2
+# A user in a supplementary group of its own (toolrun-t-extra), whose
+# groups differ from every other user's.
+TR_MEMBER=toolrun-t-member
 
 ensure_test_users() {
 	[ "$(id -u)" -eq 0 ] || return 1
@@ -34,6 +37,11 @@ ensure_test_users() {
 					--home-dir /nonexistent --shell /usr/sbin/nologin "$u" ||
 				exit 1
 		done
+		getent group toolrun-t-extra >/dev/null || groupadd --system toolrun-t-extra || exit 1
+		id -u "$TR_MEMBER" >/dev/null 2>&1 ||
+			useradd --system --user-group --groups toolrun-t-extra --no-create-home \
+				--home-dir /nonexistent --shell /usr/sbin/nologin "$TR_MEMBER" ||
+			exit 1
 	) 9>/tmp/toolrun-test-users.lock || return 1
 	CALLER_UID=$(id -u "$TR_CALLER") CALLER_GID=$(id -g "$TR_CALLER")
 	CALLER2_UID=$(id -u "$TR_CALLER2") CALLER2_GID=$(id -g "$TR_CALLER2")
