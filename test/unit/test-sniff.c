@@ -313,7 +313,7 @@ static void test_shaper_and_read_file_agree(void **state)
 		struct verdict shaped, read;
 		by_shaper(s, &shaped);
 		by_read_file(root, s, &read);
-		print_message("%-26s shaper: %-6s %-28s read_file: %-6s %s\n", s->name,
+		print_message("# %-26s shaper: %-6s %-28s read_file: %-6s %s\n", s->name,
 			      kind(&shaped), shaped.type, kind(&read), read.type);
 		failures += !agree(s, &shaped, &read);
 		free(shaped.text);
