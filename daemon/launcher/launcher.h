@@ -5,7 +5,7 @@
  *   listener  ─ Spawn, Kill, Release, CheckInput, OpenSpill, Audit,
  *               OpenPty, CheckWaiting ─►  launcher
  *   listener  ◄─ Spawned, Exited, InputState, SpillOpened(+fd), AuditLogAt,
- *               PtyOpened(+2 fds), WaitingState ─  launcher
+ *               PtyOpened(+2 fds), Killed, WaitingState ─  launcher
  *
  * It is forked before the listener starts serving and does nothing on
  * its own initiative: it executes validated orders, reports how each

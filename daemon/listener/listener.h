@@ -5,13 +5,13 @@
  *   supervisor  ─ Config, Socket (+fd), ReloadRefused ─►  listener
  *   supervisor  ◄─ Reload ─  listener
  *   clients   ─ Hello, Request (+fds), Signal, ReaderGone, Ping, Reload,
- *               SessionCall (+fd) ─►  listener
+ *               SessionCall (+fd), FrontRecord ─►  listener
  *   clients   ◄─ Hello, Started, Output, Exit, Error, Pong, Reloaded,
  *               SessionReply ─  listener
  *   launcher  ◄─ Spawn (+fds), Kill, Release, CheckInput, OpenSpill, Audit,
  *               OpenPty, CheckWaiting ─  listener
  *   launcher  ─ Spawned, Exited, InputState, SpillOpened (+fd), AuditLogAt,
- *               PtyOpened (+2 fds), WaitingState ─►  listener
+ *               PtyOpened (+2 fds), Killed, WaitingState ─►  listener
  *
  * Inside it, dependencies go down:
  *
