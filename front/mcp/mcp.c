@@ -610,8 +610,10 @@ static const struct option mcp_long_options[] = {
 
 /* One option, or as 1 (the "-" at the head of optstring) a word that is
  * not one: toolrun mcp takes none. */
-static int take_option(int opt, const char *value, struct mcp_options *o)
+static int take_option(int opt, const char *value, void *ctx)
 {
+	struct mcp_options *o = ctx;
+
 	switch (opt) {
 	case OPT_ROOT:
 		o->root = value;
@@ -645,20 +647,13 @@ static int take_option(int opt, const char *value, struct mcp_options *o)
 /* argv[0] is the subcommand's name, as getopt expects. */
 static int parse_options(int argc, char **argv, struct mcp_options *o)
 {
-	int opt;
+	const char *refused;
 	char shortname[4];
+	int r = options_each(argc, argv, mcp_long_options, take_option, o, &refused, shortname,
+			     sizeof(shortname));
 
-	opterr = 0;
-	optind = 0;
-	while ((opt = getopt_long(argc, argv, "-:", mcp_long_options, NULL)) != -1) {
-		if (opt == '?' || opt == ':')
-			return usage_error("unknown option or missing value: %s",
-					   option_refused(argv, shortname, sizeof(shortname)));
-		int r = take_option(opt, optarg, o);
-		if (r != 0)
-			return r;
-	}
-	return 0;
+	return r == OPTIONS_REFUSED ? usage_error("unknown option or missing value: %s", refused)
+				    : r;
 }
 
 int mcp_main(const struct config *cfg, int argc, char **argv)

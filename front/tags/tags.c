@@ -135,8 +135,10 @@ static const struct option tags_options[] = {
 
 /* One option or, as 1 (the "-" at the head of optstring: words that are
  * not options come back in order), the input. */
-static int take_option(int opt, const char *value, struct tags_opts *o)
+static int take_option(int opt, const char *value, void *ctx)
 {
+	struct tags_opts *o = ctx;
+
 	switch (opt) {
 	case OPT_EXEC_ENABLED:
 		o->exec_enabled = true;
@@ -177,26 +179,14 @@ static int take_option(int opt, const char *value, struct tags_opts *o)
 /* argv[0] is the subcommand's name, as getopt expects. */
 static int parse_args(int argc, char **argv, struct tags_opts *o)
 {
-	int opt;
+	const char *refused;
 	char shortname[4];
 
 	*o = (struct tags_opts){.root = ".", .timeout_ms = DEFAULT_TIMEOUT_MS};
-	opterr = 0;
-	optind = 0;
-	while ((opt = getopt_long(argc, argv, "-:", tags_options, NULL)) != -1) {
-		if (opt == '?' || opt == ':')
-			return usage_error("unknown option or missing value: %s",
-					   option_refused(argv, shortname, sizeof(shortname)));
-		int r = take_option(opt, optarg, o);
-		if (r != 0)
-			return r;
-	}
-	for (; optind < argc; optind++) {
-		int r = take_option(1, argv[optind], o);
-		if (r != 0)
-			return r;
-	}
-	return 0;
+	int r = options_each(argc, argv, tags_options, take_option, o, &refused, shortname,
+			     sizeof(shortname));
+	return r == OPTIONS_REFUSED ? usage_error("unknown option or missing value: %s", refused)
+				    : r;
 }
 
 /* ───────────────────────── toolrund ───────────────────────── */
