@@ -256,6 +256,11 @@ for line in open(sys.argv[1], "rb"):
 		[ "${stderr%%$'\n'*}" = "toolrun mcp: unknown option or missing value: $bad" ]
 		[ -z "$output" ]
 	done
+	# toolrun mcp takes no words, after "--" either.
+	run --separate-stderr "$TR_CLI" mcp --tools codex -- stray </dev/null
+	[ "$status" -eq 2 ]
+	[ "${stderr%%$'\n'*}" = "toolrun mcp: unknown option: stray" ]
+	[ -z "$output" ]
 }
 
 # A process carries TOOLRUN_SESSION=ID in its environment.
