@@ -446,8 +446,8 @@ static size_t output_budget(struct json_object *args, bool *bad)
 	    json_object_is_type(v, json_type_null))
 		return 0;
 	double tokens = mcp_arg_number(args, "max_output_tokens", 0, 1e15, bad);
-	if (tokens < 1) {
-		*bad = true;
+	if (tokens < 1 || tokens != (double)(uint64_t)tokens) {
+		*bad = true; /* an integer from 1, as the schema says */
 		return 0;
 	}
 	return tokens >= MAX_OUTPUT_TOKENS ? 0 : (size_t)tokens * BYTES_PER_TOKEN;

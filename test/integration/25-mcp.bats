@@ -230,6 +230,21 @@ for line in open(sys.argv[1], "rb"):
 	"$TR_CLI" session close "$sid"
 }
 
+@test "25-mcp: exec_command: max_output_tokens must be an integer from 1; the refusal names the arguments" {
+	local bad
+	for bad in 1.5 0 -3 '"8"'; do
+		rpc 1 exec_command "{\"cmd\":\"echo never\",\"max_output_tokens\":$bad}" |
+			"$TR_CLI" mcp --root "$MCP_ROOT" --tools codex >"$TR_DIR/tokens.out"
+		grep -q '"isError":true' "$TR_DIR/tokens.out"
+		grep -q 'max_output_tokens an integer from 1' "$TR_DIR/tokens.out"
+		run grep -c '"exit_code"' "$TR_DIR/tokens.out"
+		[ "$output" = 0 ]
+	done
+	rpc 1 exec_command '{"cmd":"echo ran","max_output_tokens":2}' |
+		"$TR_CLI" mcp --root "$MCP_ROOT" --tools codex >"$TR_DIR/tokens.out"
+	grep -q '"exit_code":0' "$TR_DIR/tokens.out"
+}
+
 @test "25-mcp: --tools takes toolrun, codex or all" {
 	run --separate-stderr "$TR_CLI" mcp --root "$MCP_ROOT" --tools bash </dev/null
 	[ "$status" -eq 2 ]
