@@ -321,7 +321,8 @@ static bool toolrun_variable(const ProtobufCBinaryData *e)
 {
 	static const char *const names[] = {
 		"TOOLRUN_AGENT_STDOUT", "TOOLRUN_AGENT_STDERR", "TOOLRUN_COMMAND",
-		"TOOLRUN_CONFIG",       "TOOLRUN_NESTED",       "TOOLRUN_SESSION",
+		"TOOLRUN_CONFIG",       "TOOLRUN_DIRECT",       "TOOLRUN_NESTED",
+		"TOOLRUN_SESSION",
 	};
 	size_t n = name_len(e);
 

@@ -928,12 +928,14 @@ static void test_environment_filters_leave_toolrun_variables_to_the_library(void
 	use_config("tools = cat\nenv_allow = PATH\n");
 	const ProtobufCBinaryData envp[] = {
 		BIN("LD_PRELOAD=" OURS), BIN("TOOLRUN_CONFIG=/c"), BIN("OTHER=1"),
+		BIN("TOOLRUN_DIRECT=7"),
 	};
-	const struct env_result *r = environment(envp, 3);
-	assert_int_equal(r->n, 3); /* both kept, OTHER dropped, the marker added */
+	const struct env_result *r = environment(envp, 4);
+	assert_int_equal(r->n, 4); /* ours kept, OTHER dropped, the marker added */
 	assert_true(bin_equal(&r->env[0], "LD_PRELOAD=" OURS, sizeof("LD_PRELOAD=" OURS) - 1));
 	assert_true(bin_equal(&r->env[1], "TOOLRUN_CONFIG=/c", 17));
-	assert_true(bin_equal(&r->env[2], "TOOLRUN_NESTED=1", 16));
+	assert_true(bin_equal(&r->env[2], "TOOLRUN_DIRECT=7", 16));
+	assert_true(bin_equal(&r->env[3], "TOOLRUN_NESTED=1", 16));
 }
 
 /* The attack: a library of the caller's beside ours, with env_allow set.
