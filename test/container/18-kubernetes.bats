@@ -247,6 +247,21 @@ kube_checks() {
 	done
 	echo "# $label: MCP: initialize, session, large-output passed" >&3
 
+	# The Python host client over the same exec (docs/kubernetes.md's
+	# Command transport; kubectl's is the same argv with kubectl in front).
+	local prefix=(podman exec -i "$KUBE_C")
+	[ "$KUBE_MODE" = full ] && prefix+=(setpriv --reuid=1000 --regid=1000 --clear-groups)
+	run --separate-stderr env PYTHONPATH="$CT_SRC/clients/python" timeout 300 python3 -c '
+import sys
+from toolrun import Box, Command
+with Box(Command(sys.argv[1:], label="pod")) as box:
+    r = box.exec("id -u; seq 1 100000")
+    print(r.exit_code, r.stdout.split()[0], r.stdout_dropped_lines, r.stdout_spill)' "${prefix[@]}"
+	[ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+	[[ $output == "0 1000 99801 /tmp/toolrun-output/1000/"*-stdout.log ]] ||
+		{ echo "python client: $output"; return 1; }
+	echo "# $label: python client: $output" >&3
+
 	# The audit log: on its own volume, not a fallback, with the commands
 	# above, its chain intact; in full identity the agent cannot read it.
 	audit=/var/log/toolrun/audit/audit.jsonl
@@ -333,6 +348,31 @@ print("ok")' "$KUBE_DIR/sandboxtemplate.yaml" "$KUBE_DIR/pod-full.yaml" \
 	KUBE_MODE=full
 	kube_play "$KUBE_DIR/sandboxtemplate.yaml" template sandbox
 	kube_checks sandboxtemplate
+}
+
+@test "18-kubernetes: a policy change reaches a running pod: the mounted ConfigMap, then toolrun reload" {
+	KUBE_MODE=full
+	kube_play "$KUBE_DIR/pod-full.yaml" pod reload
+	run --separate-stderr kube_agent bash -lc 'seq 1 100000'
+	[ "$status" -eq 0 ]
+	[[ $(ct_markers "$output") == *': lines 101-99900 of 100000; '* ]]
+	# The ConfigMap's new content, as the kubelet would write it into
+	# the pod's volume: podman made the volume from the ConfigMap at play.
+	dir=$(podman volume inspect --format '{{.Mountpoint}}' "$KUBE_POD-toolrun-policy")
+	[ -f "$dir/toolrun.conf" ]
+	sed 's/^max_lines = 200$/max_lines = 20/' "$dir/toolrun.conf" >"$BATS_TEST_TMPDIR/new.conf"
+	! cmp -s "$dir/toolrun.conf" "$BATS_TEST_TMPDIR/new.conf"
+	cat "$BATS_TEST_TMPDIR/new.conf" >"$dir/toolrun.conf"
+	# Not yet: toolrund reads the file when told.
+	run --separate-stderr kube_agent bash -lc 'seq 1 100000'
+	[[ $(ct_markers "$output") == *': lines 101-99900 of 100000; '* ]]
+	run --separate-stderr podman exec "$KUBE_C" toolrun reload
+	echo "# reload: $output $stderr" >&3
+	[ "$status" -eq 0 ]
+	run --separate-stderr kube_agent bash -lc 'seq 1 100000'
+	[ "$status" -eq 0 ]
+	echo "# after: $(ct_markers "$output")" >&3
+	[[ $(ct_markers "$output") == *': lines 11-99990 of 100000; '* ]]
 }
 
 teardown() {
