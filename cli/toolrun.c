@@ -5,6 +5,10 @@
  *   toolrun reload                   make the daemon read its config again
  *                                    (exit 0; 2 if it refused the file)
  *   toolrun run PROGRAM [ARGS...]    run a program through the daemon
+ *   toolrun status [--json] [--require config|full]
+ *                                    what toolrund enforces now (status.c,
+ *                                    docs/status.md; exit 0 ok, 1 a required
+ *                                    protection missing, 3 unreachable)
  *   toolrun audit verify [FILE...]   check the audit log's hash chain
  *                                    (exit 0 intact, 1 broken, 2 unreadable)
  *   toolrun session VERB ...         persistent shells hosted by toolrund
@@ -33,6 +37,7 @@
 #include "frame.h"
 #include "mcp.h"
 #include "session.h"
+#include "status.h"
 #include "tags.h"
 #include "sink.h"
 #include "toolrun.pb-c.h"
@@ -46,6 +51,7 @@ static int usage(FILE *out, int code)
 	fprintf(out, "usage: toolrun ping\n"
 		     "       toolrun reload\n"
 		     "       toolrun run PROGRAM [ARGS...]\n"
+		     "       toolrun status [--json] [--require config|full]\n"
 		     "       toolrun audit verify [FILE...]\n"
 		     "       toolrun session new|run|read|write|interrupt|close|list ...\n"
 		     "       toolrun mcp [--root DIR] [--tools toolrun|codex|all] [--session ID] ...\n"
@@ -87,33 +93,14 @@ static Toolrun__ServerMessage *ask(const struct config *cfg, Toolrun__ClientMess
 				   Toolrun__ServerMessage__MsgCase expect, uint32_t wait_s,
 				   const char **where)
 {
-	static uint8_t payload[FRAME_MAX_SERVER_PAYLOAD];
 	char why[512];
-	int fd = connect_daemon(cfg, wait_s, where, why, sizeof(why));
-	if (fd < 0) {
-		fprintf(stderr, "toolrun: %s\n", why);
-		return NULL;
-	}
-	int r = wire_hello(fd, TOOLRUN__VERSION__VERSION_1);
-	if (r == 0)
-		r = wire_send(fd, msg, -1);
-	/* A daemon that refuses a peer says why, then closes: the reason
-	 * may be waiting, unread. */
-	if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
-		fprintf(stderr, "toolrun: cannot send to toolrund: %s\n", errno_text(r));
-		close(fd);
-		return NULL;
-	}
-	struct frame_reader rd = {
-		.max_payload = FRAME_MAX_SERVER_PAYLOAD,
-		.payload = payload,
-		.payload_cap = sizeof(payload),
-	};
+	bool unreached;
+	int err;
 	Toolrun__ServerMessage *sm =
-		wire_receive(fd, &rd, wait_s ? (int)wait_s : 5, expect, why, sizeof(why));
+		wire_ask(cfg, msg, expect, wait_s, where, &unreached, &err, why, sizeof(why));
+
 	if (!sm)
 		fprintf(stderr, "toolrun: %s\n", why);
-	close(fd);
 	return sm;
 }
 
@@ -321,6 +308,8 @@ int main(int argc, char **argv)
 		return run(cfg, argv + 2);
 	if (strcmp(argv[1], "session") == 0)
 		return session_main(cfg, argc - 2, argv + 2);
+	if (strcmp(argv[1], "status") == 0)
+		return status_main(cfg, argc - 1, argv + 1);
 	if (strcmp(argv[1], "mcp") == 0)
 		return mcp_main(cfg, argc - 1, argv + 1);
 	if (strcmp(argv[1], "tags") == 0)

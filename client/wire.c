@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/select.h>
+#include <unistd.h>
 
+#include "connect.h"
 #include "util.h"
 
 int wire_send(int fd, Toolrun__ClientMessage *m, int attach)
@@ -82,4 +84,41 @@ Toolrun__ServerMessage *wire_receive(int fd, struct frame_reader *rd, int wait_s
 		}
 		toolrun__server_message__free_unpacked(sm, NULL);
 	}
+}
+
+Toolrun__ServerMessage *wire_ask(const struct config *cfg, Toolrun__ClientMessage *msg,
+				 Toolrun__ServerMessage__MsgCase expect, uint32_t wait_s,
+				 const char **where, bool *unreached, int *err, char *why,
+				 size_t len)
+{
+	static uint8_t payload[FRAME_MAX_SERVER_PAYLOAD];
+
+	*unreached = false;
+	int fd = connect_daemon(cfg, wait_s, where, why, len);
+	if (fd < 0) {
+		*unreached = true;
+		*err = -fd;
+		return NULL;
+	}
+	int r = wire_hello(fd, TOOLRUN__VERSION__VERSION_1);
+	if (r == 0)
+		r = wire_send(fd, msg, -1);
+	/* A daemon that refuses a peer says why, then closes: the reason
+	 * may be waiting, unread. */
+	if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
+		snprintf(why, len, "cannot send to toolrund: %s", errno_text(r));
+		*err = -r;
+		close(fd);
+		return NULL;
+	}
+	struct frame_reader rd = {
+		.max_payload = FRAME_MAX_SERVER_PAYLOAD,
+		.payload = payload,
+		.payload_cap = sizeof(payload),
+	};
+	Toolrun__ServerMessage *sm =
+		wire_receive(fd, &rd, wait_s ? (int)wait_s : 5, expect, why, len);
+	*err = sm ? 0 : EPROTO;
+	close(fd);
+	return sm;
 }

@@ -5,6 +5,9 @@
 #ifndef TOOLRUN_CLIENT_WIRE_H
 #define TOOLRUN_CLIENT_WIRE_H
 
+#include <stdint.h>
+
+#include "config.h"
 #include "frame.h"
 #include "toolrun.pb-c.h"
 
@@ -22,5 +25,19 @@ int wire_hello(int fd, uint32_t version);
 Toolrun__ServerMessage *wire_receive(int fd, struct frame_reader *rd, int wait_s,
 				     Toolrun__ServerMessage__MsgCase expect, char *why,
 				     size_t len);
+
+/*
+ * One exchange on a connection of its own: Hello (version 1) and msg,
+ * then the answer of the kind expected, which the caller frees
+ * (toolrun__server_message__free_unpacked). wait_s bounds both the wait
+ * for a restarting daemon and for the answer (5 s when 0). *where is set
+ * to the socket tried. NULL with one line in why and an errno in *err:
+ * connect_daemon's when no daemon could be reached (*unreached true),
+ * else what went wrong on the connection.
+ */
+Toolrun__ServerMessage *wire_ask(const struct config *cfg, Toolrun__ClientMessage *msg,
+				 Toolrun__ServerMessage__MsgCase expect, uint32_t wait_s,
+				 const char **where, bool *unreached, int *err, char *why,
+				 size_t len);
 
 #endif

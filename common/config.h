@@ -171,6 +171,10 @@ struct config {
 	char pool[CONFIG_POOL_SIZE];
 	/* The first error, as "FILE:LINE: what is wrong". */
 	char error[CONFIG_ERROR_MAX];
+	/* The SHA-256 (64 hex digits) of the bytes parsed, when toolrund
+	 * read the file (control_load_config); "" where nobody hashed them
+	 * (the library, the CLI). */
+	char sha256[65];
 };
 
 /* Where the config lives unless TOOLRUN_CONFIG or --config says otherwise. */

@@ -24,6 +24,7 @@
 
 #include "caps.h"
 #include "config.h"
+#include "control.h"
 #include "supervisor.h"
 #include "log.h"
 #include "sock.h"
@@ -235,7 +236,7 @@ static int load_config(const char *file, bool check_only, struct config **out)
 		free(scratch);
 		return 1;
 	}
-	int loaded = config_load(cfg, file, scratch);
+	int loaded = control_load_config(cfg, file, scratch);
 	free(scratch);
 	if (loaded < 0) {
 		fprintf(stderr, "%s\n", cfg->error);
@@ -341,11 +342,32 @@ static int claim_socket_and_drop(struct supervisor *S, struct listen_socket *soc
 		return 1;
 	}
 	S->sock = sock;
+	S->socket_fallback = strcmp(sock->path, S->cfg->socket) != 0;
 	S->dir_mode = dir_mode;
 	S->uid = id->uid;
 	S->gid = id->gid;
 	S->can_switch = caps_can_switch();
 	return GO_ON;
+}
+
+/* Whom programs run as, and why not as their callers (StatusReply's
+ * identity_reason and user_note), in the words of log_startup's warnings. */
+static void describe_identity(struct supervisor *S, const struct identity *id)
+{
+	char names[96];
+
+	S->identity_reason[0] = S->user_note[0] = '\0';
+	if (S->can_switch && id->single[0])
+		snprintf(S->user_note, sizeof(S->user_note),
+			 "user = %s, but toolrund cannot become it: %s; it stays root, and still "
+			 "runs each program as its caller", S->cfg->user, id->single);
+	else if (!S->can_switch && id->single[0])
+		snprintf(S->identity_reason, sizeof(S->identity_reason),
+			 "user = %s, but toolrund cannot become it: %s", S->cfg->user, id->single);
+	else if (!S->can_switch)
+		snprintf(S->identity_reason, sizeof(S->identity_reason),
+			 "toolrund runs as uid %u without %s", (unsigned)id->uid,
+			 caps_names(caps_missing(), names, sizeof(names)));
 }
 
 /* Say how toolrund serves, and warn when it serves less than its config
@@ -407,6 +429,7 @@ int main(int argc, char **argv)
 		return code;
 	}
 	log_startup(&S, &id, file);
+	describe_identity(&S, &id);
 	code = supervisor_run(&S);
 	if (S.cfg_owned)
 		free(S.cfg);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "digest.h"
 #include "outq.h"
 #include "util.h"
 
@@ -79,6 +80,17 @@ int control_send_reload(int fd)
 	m.reload = &r;
 	size_t n = frame_pack(&m.base, 0, buf);
 	return frame_send(fd, buf, n, NULL, 0);
+}
+
+int control_load_config(struct config *cfg, const char *file, char *scratch)
+{
+	int r = config_load(cfg, file, scratch);
+
+	/* Loaded, scratch holds the file's bytes, NUL-terminated, with no
+	 * NUL among them (config_load refuses one). */
+	if (r == 0)
+		digest_sha256_hex(scratch, strlen(scratch), cfg->sha256);
+	return r;
 }
 
 struct config *control_config(const Toolrun__Control__Config *m)

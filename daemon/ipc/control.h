@@ -28,6 +28,11 @@ int control_send_socket(int fd, int listen_fd, const char *path);
 int control_send_reload_refused(int fd, const char *message);
 int control_send_reload(int fd);
 
+/* config_load, and the SHA-256 of the bytes it parsed in cfg->sha256:
+ * how toolrund reads its config (at its start and on a reload), so that
+ * a client's Status can name what it serves with. */
+int control_load_config(struct config *cfg, const char *file, char *scratch);
+
 /* A reader for one end of the channel: payload on the heap, fds into
  * fds (room for FRAME_MAX_FDS, as frame.h asks). */
 struct frame_reader control_reader(int *fds);

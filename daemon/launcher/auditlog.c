@@ -213,12 +213,15 @@ int auditlog_open(struct auditlog *a, const struct config *cfg)
 
 	a->fd = -1;
 	a->path[0] = '\0';
+	a->records = 0;
+	a->failure[0] = '\0';
 	if (!cfg->audit_log[0])
 		return 0;
 	first = auditlog_open_file(a, cfg->audit_log, cfg->audit_max_bytes, cfg->audit_keep,
 				   why, sizeof(why));
 	if (first == 0)
 		return 0;
+	snprintf(a->failure, sizeof(a->failure), "%s", why);
 	snprintf(all, sizeof(all), "%s", why);
 	for (unsigned i = 1; i < config_socket_count(cfg); i++) {
 		const char *sock = config_socket_at(cfg, i);
@@ -364,6 +367,7 @@ int auditlog_append(struct auditlog *a, const char *obj, size_t len)
 		return r;
 	}
 	a->size += total;
+	a->records++;
 	memcpy(a->prev, next, sizeof(next));
 	return moved;
 }

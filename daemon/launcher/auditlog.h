@@ -40,6 +40,10 @@ struct auditlog {
 	uint64_t max_bytes;       /* audit_max */
 	unsigned keep;            /* audit_keep */
 	char prev[AUDITCHAIN_HEX_SIZE]; /* the SHA-256 of the last line */
+	uint64_t records;         /* lines appended since it was opened */
+	/* Why audit_log itself is not the file in use: what failed when it
+	 * was opened; "" when it is, or none is configured. */
+	char failure[CONFIG_PATH_MAX + 128];
 };
 
 /*

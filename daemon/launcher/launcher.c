@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
@@ -71,6 +72,9 @@ struct launcher {
 	struct launcher_callers callers;
 	bool root;          /* runs as uid 0: its programs' capabilities are root's */
 	struct spill_root spill; /* spill_dir, held from the start (spill.h) */
+	/* Why the spill store could not be prepared, the last time it was
+	 * tried (at the start, or before a spill); "" when it was. */
+	char spill_failure[CONFIG_PATH_MAX + 160];
 };
 
 static NORETURN void fatal(const char *what, int err)
@@ -559,6 +563,10 @@ static void open_spill(struct launcher *L, const Toolrun__Launcher__OpenSpill *o
 		fatal("order to spill an unknown stream", EPROTO);
 	_cleanup_close_ int fd = spill_open(&L->spill, L->cfg, (uid_t)o->uid, o->job, stream,
 					    path, sizeof(path), reason, sizeof(reason));
+	if (L->spill.fd < 0 && fd < 0)
+		snprintf(L->spill_failure, sizeof(L->spill_failure), "%s", reason);
+	else if (L->spill.fd >= 0)
+		L->spill_failure[0] = '\0';
 	s.job = o->job;
 	s.stream = o->stream;
 	s.path = fd >= 0 ? path : "";
@@ -577,9 +585,63 @@ static void prepare_spill(struct launcher *L)
 	char reason[CONFIG_PATH_MAX + 160];
 
 	L->spill = (struct spill_root)SPILL_ROOT_INIT;
+	L->spill_failure[0] = '\0';
 	if (L->cfg->spill_dir[0] &&
-	    spill_prepare(&L->spill, L->cfg->spill_dir, reason, sizeof(reason)) < 0)
+	    spill_prepare(&L->spill, L->cfg->spill_dir, reason, sizeof(reason)) < 0) {
 		log_warn("%s; no cut stream is kept until it can be made", reason);
+		snprintf(L->spill_failure, sizeof(L->spill_failure), "%s", reason);
+	}
+}
+
+/* The spill store as held now (toolrun.SpillStatus). why is the
+ * caller's buffer for a reason made up here. */
+static void spill_state(const struct launcher *L, Toolrun__SpillStatus *s, char *why,
+			size_t whylen)
+{
+	const char *want = L->cfg->spill_dir;
+	size_t len = strlen(want);
+
+	while (len > 1 && want[len - 1] == '/')
+		len--;
+	s->configured = (char *)want;
+	s->held = L->spill.fd >= 0;
+	s->dir = s->held ? (char *)L->spill.dir : "";
+	s->exists = s->held && spill_root_intact(&L->spill);
+	s->fallback = s->held && !(strlen(L->spill.dir) == len && !strncmp(L->spill.dir, want, len));
+	s->reason = (char *)L->spill_failure;
+	if (s->held && !s->exists) {
+		snprintf(why, whylen, "%s is no longer toolrund's directory at that path (removed, "
+			 "renamed or opened to others); it is made again before the next spill",
+			 L->spill.dir);
+		s->reason = why;
+	}
+}
+
+/* A client asked for toolrund's status: what programs get from us, and
+ * what we hold. */
+static void query_state(struct launcher *L)
+{
+	Toolrun__Launcher__LauncherState st = TOOLRUN__LAUNCHER__LAUNCHER_STATE__INIT;
+	Toolrun__Launcher__FromLauncher m = TOOLRUN__LAUNCHER__FROM_LAUNCHER__INIT;
+	Toolrun__SpillStatus spill = TOOLRUN__SPILL_STATUS__INIT;
+	Toolrun__AuditStatus audit = TOOLRUN__AUDIT_STATUS__INIT;
+	char why[CONFIG_PATH_MAX + 160];
+
+	st.seccomp_inherited = prctl(PR_GET_SECCOMP) == 2;
+	st.no_new_privs = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1;
+	st.network_filter_ready = L->filters.deny_network.len > 0;
+	spill_state(L, &spill, why, sizeof(why));
+	audit.configured = (char *)L->cfg->audit_log;
+	audit.path = L->audit.path;
+	audit.writable = L->audit.fd >= 0;
+	audit.records = L->audit.records;
+	audit.chain_head = audit.writable ? L->audit.prev : "";
+	audit.reason = L->audit.failure;
+	st.spill = &spill;
+	st.audit = &audit;
+	m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_LAUNCHER_STATE;
+	m.launcher_state = &st;
+	send_msg(L, &m, NULL, 0);
 }
 
 /* A terminal for a TTY session, opened as its caller: devpts gives the
@@ -708,6 +770,9 @@ static void launcher_dispatch_listener(struct launcher *L, const Toolrun__Launch
 		return;
 	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_CHECK_WAITING:
 		check_waiting(L, m->check_waiting);
+		return;
+	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_QUERY_STATE:
+		query_state(L);
 		return;
 	case TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG__NOT_SET:
 	default:

@@ -3,9 +3,9 @@
  *
  * Peers:
  *   listener  ─ Spawn, Kill, Release, CheckInput, OpenSpill, Audit,
- *               OpenPty, CheckWaiting ─►  launcher
+ *               OpenPty, CheckWaiting, QueryState ─►  launcher
  *   listener  ◄─ Spawned, Exited, InputState, SpillOpened(+fd), AuditLogAt,
- *               PtyOpened(+2 fds), Killed, WaitingState ─  launcher
+ *               PtyOpened(+2 fds), Killed, WaitingState, LauncherState ─  launcher
  *
  * It is forked before the listener starts serving and does nothing on
  * its own initiative: it executes validated orders, reports how each

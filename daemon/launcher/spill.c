@@ -188,7 +188,7 @@ void spill_root_close(struct spill_root *r)
 
 /* The root held is still what its path names, and still fit: it may
  * have been removed (a cleaner of /tmp), or renamed. */
-static bool root_intact(const struct spill_root *r)
+bool spill_root_intact(const struct spill_root *r)
 {
 	struct stat held, named;
 	char ignored[CONFIG_PATH_MAX + 160];
@@ -423,7 +423,7 @@ int spill_open(struct spill_root *r, const struct config *cfg, uid_t uid, uint64
 		return refuse(reason, reason_len, ENOENT, "no spill_dir is set");
 	if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
 		return refuse(reason, reason_len, EINVAL, "no spill stream named %s", stream);
-	if (!root_intact(r)) {
+	if (!spill_root_intact(r)) {
 		int rc = spill_prepare(r, cfg->spill_dir, reason, reason_len);
 		if (rc < 0)
 			return rc;

@@ -34,6 +34,7 @@
 #ifndef TOOLRUN_SPILL_H
 #define TOOLRUN_SPILL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -67,6 +68,10 @@ int spill_prepare(struct spill_root *root, const char *spill_dir, char *reason,
  */
 int spill_open(struct spill_root *root, const struct config *cfg, uid_t uid, uint64_t job,
 	       const char *stream, char *path, size_t path_len, char *reason, size_t reason_len);
+
+/* root holds a directory that is still what its path names, and still
+ * toolrund's alone (not removed, renamed or opened to others since). */
+bool spill_root_intact(const struct spill_root *root);
 
 /* Close what root holds. */
 void spill_root_close(struct spill_root *root);

@@ -253,6 +253,42 @@ static void ask_reload(struct conn *c)
 	c->reader.max_payload = MAX_SMALL_FRAME;
 }
 
+/* The launcher knows part of the answer (spill, audit, what programs
+ * get): the listener asks it, and answers through conns_answer_status. */
+static void ask_status(struct conn *c)
+{
+	bool asked = conns_waiting_status(c->C) > 0;
+
+	c->state = CONN_STATUS;
+	c->reader.max_payload = MAX_SMALL_FRAME;
+	/* One question answers every client waiting. */
+	if (!asked)
+		c->C->ask_status(c->C->owner);
+}
+
+unsigned conns_waiting_status(const struct conns *C)
+{
+	const struct conn *c;
+	unsigned n = 0;
+
+	LIST_FOREACH(c, &C->list, link)
+		n += !c->dead && c->state == CONN_STATUS;
+	return n;
+}
+
+void conns_answer_status(struct conns *C, const Toolrun__StatusReply *r)
+{
+	struct conn *c;
+	LIST_FOREACH(c, &C->list, link) {
+		if (c->dead || c->state != CONN_STATUS)
+			continue;
+		int rc = reply_status(&c->out, r);
+		if (rc < 0)
+			conn_reply_lost(c, "StatusReply", rc);
+		conn_close_after_flush(c);
+	}
+}
+
 void conns_answer_reloads(struct conns *C, bool ok, const char *message)
 {
 	struct conn *c;
@@ -537,9 +573,13 @@ static void listener_dispatch_client(struct conn *c, const Toolrun__ClientMessag
 			ask_reload(c);
 			return;
 		}
+		if (m->msg_case == TOOLRUN__CLIENT_MESSAGE__MSG_STATUS) {
+			ask_status(c);
+			return;
+		}
 		if (m->msg_case != TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST) {
 			conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_UNEXPECTED_MESSAGE,
-				    "expected Request, Ping or Reload after Hello");
+				    "expected Request, Ping, Reload or Status after Hello");
 			return;
 		}
 		conn_start_job(c, m->request);
@@ -550,6 +590,10 @@ static void listener_dispatch_client(struct conn *c, const Toolrun__ClientMessag
 	case CONN_RELOADING:
 		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_UNEXPECTED_MESSAGE,
 			    "nothing may follow Reload");
+		return;
+	case CONN_STATUS:
+		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_UNEXPECTED_MESSAGE,
+			    "nothing may follow Status");
 		return;
 	case CONN_CLOSING:
 	default:

@@ -2,17 +2,19 @@
  * Client connections of the listener process.
  *
  *   clients  ─ Hello, Request (+fds), Signal, ReaderGone, Ping, Reload,
- *              SessionCall (+fd) ─►  conn
+ *              Status, SessionCall (+fd) ─►  conn
  *   clients  ◄─ Hello, Started, Output, Exit, Error, Pong, Reloaded,
- *              SessionReply ─  conn
+ *              StatusReply, SessionReply ─  conn
  *   conn  ─ job_start, job_signal, job_reader_gone, job_client_gone ─►  job
  *   conn  ◄─ started, output, flush, queued, finished ─  job  (job_client)
  *   conn  ─ sessions_call, sessions_peer_gone ─►  session
  *   conn  ◄─ reply ─  session  (session_peer)
  *   conn  ─ ask_reload ─►  listener (which asks the supervisor)
+ *   conn  ─ ask_status ─►  listener (which asks the launcher)
  *
  * Each connection is admitted (allowed uids, per-uid slots), says Hello,
- * then sends one Request (which becomes a job), a Ping or a Reload; or,
+ * then sends one Request (which becomes a job), a Ping, a Reload or a
+ * Status; or,
  * with protocol version 2, any number of session calls, one at a time. Its
  * frames arrive within deadlines and within the budgets shared by all
  * connections (bytes of frames arriving, fds held); what it is sent waits
@@ -58,6 +60,7 @@ enum conn_state {
 	CONN_REQUEST, /* waiting for Request or Ping */
 	CONN_RUNNING, /* a job runs; Signal may arrive */
 	CONN_RELOADING, /* Reload sent to the supervisor: waiting for its answer */
+	CONN_STATUS,  /* Status: waiting for the launcher's part of the answer */
 	CONN_SESSION, /* session calls, one at a time, for as long as the client likes */
 	CONN_CLOSING, /* flushing the last messages, then close */
 };
@@ -116,6 +119,9 @@ struct conns {
 	/* Ask the supervisor to read the config again (Reload): 0, or
 	 * -errno. The answer comes through conns_answer_reloads. */
 	int (*ask_reload)(void *owner);
+	/* Ask the launcher for its part of a Status answer (QueryState); the
+	 * answer comes through conns_answer_status. */
+	void (*ask_status)(void *owner);
 	void *owner;
 };
 
@@ -129,6 +135,10 @@ void conns_unlisten(struct conns *C);
 int conns_listen(struct conns *C);
 /* Answer every client waiting for a reload. */
 void conns_answer_reloads(struct conns *C, bool ok, const char *message);
+/* Answer every client waiting for its Status with r. */
+void conns_answer_status(struct conns *C, const Toolrun__StatusReply *r);
+/* Connections waiting for their Status. */
+unsigned conns_waiting_status(const struct conns *C);
 /* Drop every connection (at the end). */
 void conns_drop_all(struct conns *C);
 

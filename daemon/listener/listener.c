@@ -31,6 +31,7 @@
 #include "order.h"
 #include "sandbox.h"
 #include "sessions/session.h"
+#include "status.h"
 #include "util.h"
 
 /* The listener process's one context. */
@@ -53,6 +54,7 @@ struct listener {
 	struct frame_reader launcher_reader;
 	int launcher_fds[FRAME_MAX_FDS]; /* SpillOpened brings one, PtyOpened two */
 	char audit_log[CONFIG_PATH_MAX]; /* the launcher's (AuditLogAt); "": none */
+	struct daemon_facts facts;      /* for a client's Status */
 
 	struct conns conns;
 	struct jobs jobs;
@@ -62,6 +64,40 @@ struct listener {
 
 /* ------------------------------------------------------------------ */
 /* The launcher channel                                                */
+
+/* The launcher's part of a Status answer: answer every client that
+ * waits for one. */
+static void answer_status(struct listener *L, const Toolrun__Launcher__LauncherState *st)
+{
+	struct status_reply *out = malloc(sizeof(*out));
+	const struct status_sources src = {
+		.facts = &L->facts,
+		.cfg = L->cfg,
+		.socket = L->sock->path,
+		.served = L->conns.allowed,
+		.nserved = L->conns.nallowed,
+		.running_jobs = L->jobs.running,
+		.open_sessions = sessions_open(&L->sessions),
+		.connections = L->conns.n,
+		.served_requests = L->jobs.served,
+		.uptime_s = (monotonic_us() - L->conns.started_us) / 1000000,
+	};
+
+	if (!out) {
+		log_error("out of memory: no Status answered");
+		return;
+	}
+	status_build(out, &src, st);
+	conns_answer_status(&L->conns, &out->r);
+	free(out);
+}
+
+static void ask_status(void *owner)
+{
+	struct listener *L = owner;
+
+	order_query_state(&L->orders);
+}
 
 /* One message from the launcher; fds: the files SpillOpened (one) or
  * PtyOpened (two) carry, or -1 (ours to close when nobody takes them). */
@@ -109,6 +145,9 @@ static void listener_dispatch_launcher(struct listener *L,
 		break;
 	case TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_AUDIT_LOG_AT:
 		snprintf(L->audit_log, sizeof(L->audit_log), "%s", m->audit_log_at->path);
+		break;
+	case TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_LAUNCHER_STATE:
+		answer_status(L, m->launcher_state);
 		break;
 	case TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG__NOT_SET:
 	default:
@@ -309,6 +348,7 @@ static int listener_contexts(struct listener *L)
 	conns_init(&L->conns, &L->loop, &L->jobs, &L->sessions, L->sock);
 	L->conns.audit_log = L->audit_log;
 	L->conns.ask_reload = ask_reload;
+	L->conns.ask_status = ask_status;
 	L->conns.owner = L;
 	return 0;
 }
@@ -420,6 +460,17 @@ static NORETURN void listener_process(const struct listener_args *a, pid_t paren
 	L->conns.nallowed = a->nallowed;
 	L->conns.self_uid = a->self_uid;
 	L->conns.can_switch = a->can_switch;
+	L->facts = (struct daemon_facts){
+		.supervisor = parent,
+		.listener = getpid(),
+		.launcher = a->link.pid,
+		.uid = a->self_uid,
+		.gid = a->self_gid,
+		.full_identity = a->can_switch,
+		.identity_reason = a->identity_reason,
+		.user_note = a->user_note,
+		.socket_fallback = a->socket_fallback,
+	};
 	int code = listener_main(L, a->death_note);
 	free(L);
 	/* The raw call, not _exit(): a sanitizer build hooks _exit() to run

@@ -5,13 +5,14 @@
  *   supervisor  ─ Config, Socket (+fd), ReloadRefused ─►  listener
  *   supervisor  ◄─ Reload ─  listener
  *   clients   ─ Hello, Request (+fds), Signal, ReaderGone, Ping, Reload,
- *               SessionCall (+fd), FrontRecord ─►  listener
+ *               Status, SessionCall (+fd), FrontRecord ─►  listener
  *   clients   ◄─ Hello, Started, Output, Exit, Error, Pong, Reloaded,
- *               SessionReply ─  listener
+ *               StatusReply, SessionReply ─  listener
  *   launcher  ◄─ Spawn (+fds), Kill, Release, CheckInput, OpenSpill, Audit,
- *               OpenPty, CheckWaiting ─  listener
+ *               OpenPty, CheckWaiting, QueryState ─  listener
  *   launcher  ─ Spawned, Exited, InputState, SpillOpened (+fd), AuditLogAt,
- *               PtyOpened (+2 fds), Killed, WaitingState ─►  listener
+ *               PtyOpened (+2 fds), Killed, WaitingState, LauncherState ─►
+ *               listener
  *
  * Inside it, dependencies go down:
  *
@@ -24,6 +25,7 @@
  *   jobs/       jobs: policy, streams, the end (job.h)
  *       │
  *   order.c     orders to the launcher, on the listener's channel
+ *   status.c    a client's Status answered (with conn.c and the launcher)
  *
  * One event loop serves every connection. A request becomes a job: it is
  * validated (policy.c), the launcher is ordered to run it, the program's
@@ -52,8 +54,15 @@ struct listener_args {
 	int death_note;               /* where its seccomp violation handler writes */
 	const uid_t *allowed;         /* the uids it serves (allow_uids) */
 	unsigned nallowed;
-	uid_t self_uid;               /* the uid toolrund runs as */
+	uid_t self_uid;               /* the uid and gid toolrund runs as */
+	gid_t self_gid;
 	bool can_switch;              /* the launcher runs programs as their callers */
+	/* For a client's Status (status.h): why programs do not run as their
+	 * callers, why toolrund is not its `user` though they do ("": not
+	 * so), and whether the socket is a socket_fallback. */
+	const char *identity_reason;
+	const char *user_note;
+	bool socket_fallback;
 };
 
 /*

@@ -319,3 +319,13 @@ void order_audit(struct order_link *o, const char *line)
 	m.audit = &au;
 	order_send(o, &m, NULL, 0);
 }
+
+void order_query_state(struct order_link *o)
+{
+	Toolrun__Launcher__QueryState q = TOOLRUN__LAUNCHER__QUERY_STATE__INIT;
+	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
+
+	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_QUERY_STATE;
+	m.query_state = &q;
+	order_send(o, &m, NULL, 0);
+}

@@ -98,5 +98,7 @@ void order_open_pty(struct order_link *o, uint64_t job, uid_t uid, gid_t gid);
 void order_check_waiting(struct order_link *o, uint64_t job, dev_t dev, ino_t ino);
 /* One line for the audit log, which the launcher writes. */
 void order_audit(struct order_link *o, const char *line);
+/* Ask for the launcher's LauncherState (a client's Status). */
+void order_query_state(struct order_link *o);
 
 #endif

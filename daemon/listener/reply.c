@@ -141,6 +141,15 @@ int reply_pong(struct outq *q, const Toolrun__Pong *pong)
 	return push(q, &m);
 }
 
+int reply_status(struct outq *q, const Toolrun__StatusReply *status)
+{
+	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
+
+	m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_STATUS_REPLY;
+	m.status_reply = (Toolrun__StatusReply *)status;
+	return push(q, &m);
+}
+
 int reply_reloaded(struct outq *q, bool ok, const char *message)
 {
 	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;

@@ -49,5 +49,6 @@ MUST_CHECK int reply_session(struct outq *q, const Toolrun__SessionReply *r);
 MUST_CHECK int reply_error(struct outq *q, Toolrun__ErrorCode code, const char *message);
 MUST_CHECK int reply_pong(struct outq *q, const Toolrun__Pong *pong);
 MUST_CHECK int reply_reloaded(struct outq *q, bool ok, const char *message);
+MUST_CHECK int reply_status(struct outq *q, const Toolrun__StatusReply *status);
 
 #endif

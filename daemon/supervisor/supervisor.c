@@ -95,7 +95,11 @@ static int start_pair(struct supervisor *S, struct pair *p)
 		.allowed = S->allowed,
 		.nallowed = S->nallowed,
 		.self_uid = S->uid,
+		.self_gid = S->gid,
 		.can_switch = S->can_switch,
+		.identity_reason = S->identity_reason,
+		.user_note = S->user_note,
+		.socket_fallback = S->socket_fallback,
 	};
 	pid_t pid = listener_start(&args, listener_closes);
 	if (pid < 0) {
@@ -227,7 +231,7 @@ static void reload(struct supervisor *S, struct pair *p)
 
 	if (!cfg || !scratch) {
 		snprintf(msg, sizeof(msg), "toolrund is out of memory");
-	} else if (config_load(cfg, S->cfg->file, scratch) < 0) {
+	} else if (control_load_config(cfg, S->cfg->file, scratch) < 0) {
 		snprintf(msg, sizeof(msg), "%s", cfg->error);
 	} else {
 		reload_summary(msg, sizeof(msg), S->cfg, cfg);

@@ -40,6 +40,12 @@ struct supervisor {
 	unsigned nallowed;
 	/* Programs run as their callers (caps.h); otherwise as uid. */
 	bool can_switch;
+	/* Why they do not (""), and why toolrund is not its configured user
+	 * although they do (""), for a client's Status (main.c). */
+	char identity_reason[512];
+	char user_note[512];
+	/* The socket is a socket_fallback, not the config's `socket`. */
+	bool socket_fallback;
 };
 
 /* Serve until SIGTERM or SIGINT. Returns the process exit code. */

@@ -119,7 +119,7 @@ still_serving() {
 @test "13-protocol-reader-gone-first: ReaderGone before a Request gets UNEXPECTED_MESSAGE" {
 	frame reader-gone-first
 	[ "${lines[0]}" = "hello 1" ]
-	[ "${lines[1]}" = "error ERROR_UNEXPECTED_MESSAGE: expected Request, Ping or Reload after Hello" ]
+	[ "${lines[1]}" = "error ERROR_UNEXPECTED_MESSAGE: expected Request, Ping, Reload or Status after Hello" ]
 	[ "${lines[2]}" = closed ]
 	still_serving
 }

@@ -846,6 +846,16 @@ void sessions_peer_gone(struct sessions *S, struct session_peer *p)
 		s->orphan = true;
 }
 
+unsigned sessions_open(const struct sessions *S)
+{
+	const struct session *s;
+	unsigned n = 0;
+
+	TAILQ_FOREACH(s, &S->list, link)
+		n += s->phase != SESSION_ENDED;
+	return n;
+}
+
 void sessions_stop_all(struct sessions *S)
 {
 	for (struct session *s = TAILQ_FIRST(&S->list), *next; s; s = next) {

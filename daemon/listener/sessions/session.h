@@ -71,6 +71,8 @@ void sessions_call(struct sessions *S, struct session_peer *p, const Toolrun__Se
 		   int cwd_fd);
 /* The peer is going: it waits for nothing any more. */
 void sessions_peer_gone(struct sessions *S, struct session_peer *p);
+/* Sessions whose bash has not ended (for a client's Status). */
+unsigned sessions_open(const struct sessions *S);
 /* End every session (toolrund is stopping). */
 void sessions_stop_all(struct sessions *S);
 
