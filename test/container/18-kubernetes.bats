@@ -319,7 +319,7 @@ print(yaml.safe_load(open(sys.argv[1]))["data"]["toolrun.conf"], end="")' "$KUBE
 > audit_log  = /var/log/toolrun/audit/audit.jsonl" ]
 }
 
-@test "18-kubernetes: the SandboxTemplate's pod is pod-full.yaml's" {
+@test "18-kubernetes: the SandboxTemplate's pod is pod-full.yaml's; the pool, the claim and the NetworkPolicy refer to them" {
 	run python3 -c 'import sys, yaml
 t = yaml.safe_load(open(sys.argv[1])); p = yaml.safe_load(open(sys.argv[2]))
 assert t["apiVersion"] == "extensions.agents.x-k8s.io/v1beta1" and t["kind"] == "SandboxTemplate"
@@ -328,8 +328,15 @@ w = yaml.safe_load(open(sys.argv[3])); c = yaml.safe_load(open(sys.argv[4]))
 assert w["spec"]["sandboxTemplateRef"]["name"] == t["metadata"]["name"]
 assert c["spec"]["warmPoolRef"]["name"] == w["metadata"]["name"]
 assert "env" not in c["spec"] and "volumeClaimTemplates" not in c["spec"]
+# The NetworkPolicy selects both Pods and has no rule either way.
+n = yaml.safe_load(open(sys.argv[5])); r = yaml.safe_load(open(sys.argv[6]))
+sel = n["spec"]["podSelector"]["matchLabels"].items()
+assert sel <= p["metadata"]["labels"].items() and sel <= r["metadata"]["labels"].items()
+assert sorted(n["spec"]["policyTypes"]) == ["Egress", "Ingress"]
+assert not n["spec"].get("ingress") and not n["spec"].get("egress")
 print("ok")' "$KUBE_DIR/sandboxtemplate.yaml" "$KUBE_DIR/pod-full.yaml" \
-		"$KUBE_DIR/sandboxwarmpool.yaml" "$KUBE_DIR/sandboxclaim.yaml"
+		"$KUBE_DIR/sandboxwarmpool.yaml" "$KUBE_DIR/sandboxclaim.yaml" \
+		"$KUBE_DIR/networkpolicy.yaml" "$KUBE_DIR/pod-restricted.yaml"
 	printf '%s\n' "$output"
 	[ "$status" -eq 0 ]
 	[ "$output" = ok ]
