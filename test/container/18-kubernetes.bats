@@ -46,6 +46,8 @@ setup_file() {
 	[ -n "${CT_SKIP-}" ] && return 0
 	kube_containers_conf
 	kube_remove_all
+	# A copy an earlier run left would stay behind, untagged, at the load.
+	podman rmi -f "$KUBE_IMAGE" >/dev/null 2>&1 || true
 	docker save "$CT_IMAGE" | podman load -q >&2 || {
 		echo "18-kubernetes: podman load of $CT_IMAGE failed" >&2
 		return 1
@@ -297,6 +299,18 @@ print(s["identity"]["mode"], sorted({p["uid"] for p in s["processes"]}))' <<<"$o
 		[ "$output" = "single [1000]" ]
 	fi
 	echo "# $label: toolrun status: identity, uids: $output" >&3
+	# Full identity keeps the agent from signalling toolrund; single
+	# identity cannot (docs/kubernetes.md).
+	pid=$(podman exec "$KUBE_C" toolrun status --json | python3 -c 'import json, sys
+print(next(p["pid"] for p in json.load(sys.stdin)["processes"] if p["role"] == "supervisor"))')
+	[ -n "$pid" ]
+	run --separate-stderr kube_agent bash -c "kill -0 $pid"
+	if [ "$KUBE_MODE" = full ]; then
+		[ "$status" -ne 0 ]
+		[[ $stderr == *"Operation not permitted"* ]]
+	else
+		[ "$status" -eq 0 ]
+	fi
 	mapfile -t probe < <(kube_probe "$KUBE_POD")
 	run podman exec "$KUBE_C" "${probe[@]}"
 	[ "$status" -eq 0 ] || { echo "readiness probe ${probe[*]}: $status: $output"; return 1; }
