@@ -78,6 +78,10 @@ static bool parse_ids(const char *v, unsigned out[4])
 	for (int i = 0; i < 4; i++) {
 		if (!v)
 			return false;
+		/* Each on this line: strtoul would skip a newline too. */
+		v += strspn(v, " \t");
+		if (*v < '0' || *v > '9')
+			return false;
 		errno = 0;
 		unsigned long n = strtoul(v, &end, 10);
 		if (errno || end == v || n > UINT32_MAX)

@@ -51,7 +51,6 @@ struct missing {
 /* Everything the output is made of. */
 struct status {
 	const Toolrun__StatusReply *r;
-	const char *where;                 /* the socket connected to */
 	struct proc_facts procs[MAX_PROCESSES];
 	unsigned nprocs;
 	struct missing missing[MAX_MISSING];
@@ -692,7 +691,6 @@ int status_main(const struct config *cfg, int argc, char **argv)
 		return STATUS_UNREACHABLE;
 	}
 	s->r = sm->status_reply;
-	s->where = where;
 	find_missing(s);
 	if (o.json)
 		r = print_json(s);

@@ -563,7 +563,7 @@ static void open_spill(struct launcher *L, const Toolrun__Launcher__OpenSpill *o
 		fatal("order to spill an unknown stream", EPROTO);
 	_cleanup_close_ int fd = spill_open(&L->spill, L->cfg, (uid_t)o->uid, o->job, stream,
 					    path, sizeof(path), reason, sizeof(reason));
-	if (L->spill.fd < 0 && fd < 0)
+	if (L->cfg->spill_dir[0] && L->spill.fd < 0 && fd < 0)
 		snprintf(L->spill_failure, sizeof(L->spill_failure), "%s", reason);
 	else if (L->spill.fd >= 0)
 		L->spill_failure[0] = '\0';

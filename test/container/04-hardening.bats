@@ -202,3 +202,12 @@ CT_NONE=0000000000000000
 	[ "$status" -eq 0 ]
 	[ "$output" = $'Uid:\t0\t0\t0\t0' ]
 }
+
+@test "04-hardening: toolrun status says every protection is in force, in full identity" {
+	run docker exec -u 1000 "$CT_BOX" toolrun status --require full
+	[ "$status" -eq 0 ]
+	[[ "${lines[-1]}" == "verdict     ok (--require full): "* ]]
+	run docker exec -u 1000 "$CT_BOX" toolrun status --json
+	[ "$status" -eq 0 ]
+	[ "$(python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["identity"]["mode"], [p["uid"] for p in d["processes"]], [p["seccomp"] for p in d["processes"]])' <<<"$output")" = "full [999, 999, 999] ['filter', 'filter', 'filter']" ]
+}
