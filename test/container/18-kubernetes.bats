@@ -5,8 +5,9 @@
 # single identity) and the pod template of sandboxtemplate.yaml, each with
 # the image this suite builds, and checked as 08-docker-run-matrix checks
 # a `docker run`: a command shaped, a pipeline exact, a session, MCP over
-# `podman exec -i`, the audit log verified, and what `toolrun status`
-# reports. The agent is reached as docs/kubernetes.md tells a host to
+# `podman exec -i`, the Python host client, the audit log verified, what
+# `toolrun status` reports and the readiness probe's command; and a policy
+# change through the mounted ConfigMap and `toolrun reload`. The agent is reached as docs/kubernetes.md tells a host to
 # reach it with kubectl: an exec as the container's user, through setpriv
 # to uid 1000 in the full pod.
 #
@@ -20,8 +21,9 @@ MCP_DIR="$CT_SRC/test/mcp"
 # The image in podman's store: `docker save | podman load` names it so.
 KUBE_IMAGE="localhost/$CT_IMAGE"
 # Pod and volume names of this run: podman 4.3 makes each emptyDir and
-# configMap volume a named volume, shared by name across pods and kept
-# after `podman kube down`, so every name is this run's own.
+# configMap volume a named volume, shared by every pod that names it (and
+# the configMap's kept after `podman kube down`), so every name is this
+# run's own.
 KUBE_PREFIX="trtest-$CT_RUN_ID-kube"
 
 setup_file() {
