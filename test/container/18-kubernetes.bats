@@ -191,6 +191,16 @@ kube_checks() {
 	run --separate-stderr kube_agent bash -c 'id -u; grep ^CapEff: /proc/self/status'
 	[ "$status" -eq 0 ]
 	[ "$output" = $'1000\nCapEff:\t0000000000000000' ]
+	if [ "$KUBE_MODE" = full ]; then
+		# podman exec gives root no capability here, where a kubelet's
+		# exec has the container's four: from an exec that holds them
+		# (--privileged holds every one), setpriv still leaves none.
+		run podman exec --privileged "$KUBE_C" grep ^CapEff: /proc/self/status
+		[ "$output" != $'CapEff:\t0000000000000000' ]
+		run podman exec --privileged "$KUBE_C" setpriv --reuid=1000 --regid=1000 --clear-groups \
+			grep -E '^(Uid|CapPrm|CapEff):' /proc/self/status
+		[ "$output" = $'Uid:\t1000\t1000\t1000\t1000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000' ]
+	fi
 
 	# A command shaped: CT_BIG cut to the budget around one marker, byte
 	# for byte as the reference model says, the whole in the spill file.
