@@ -369,8 +369,9 @@ static void print_programs(const Toolrun__ProgramConfinement *p)
 
 	if (!p)
 		return;
-	printf(LABEL "seccomp %s, no_new_privs %s (inherited from the launcher)\n", "programs",
-	       p->seccomp_inherited ? "filter" : "none", p->no_new_privs ? "yes" : "no");
+	printf(LABEL "seccomp %s, no_new_privs %s (inherited from the launcher); capabilities %s\n",
+	       "programs", p->seccomp_inherited ? "filter" : "none", p->no_new_privs ? "yes" : "no",
+	       p->root_programs_keep_capabilities ? "none, but root's programs keep root's" : "none");
 	printf(LABEL "%u listed; timeout %u s;", "tools", p->tools, p->tool_timeout_s);
 	for (size_t i = 0; i < p->n_tool_rlimits; i++)
 		printf(" %s %s", p->tool_rlimits[i]->name,
@@ -511,6 +512,8 @@ static struct json_object *json_programs(const Toolrun__ProgramConfinement *p)
 
 	json_object_object_add(o, "seccomp_inherited", json_object_new_boolean(p->seccomp_inherited));
 	json_object_object_add(o, "no_new_privs", json_object_new_boolean(p->no_new_privs));
+	json_object_object_add(o, "root_programs_keep_capabilities",
+			       json_object_new_boolean(p->root_programs_keep_capabilities));
 	json_object_object_add(o, "tools", json_object_new_int64(p->tools));
 	json_object_object_add(o, "tool_timeout_s", json_object_new_int64(p->tool_timeout_s));
 	json_object_object_add(o, "command_timeout_s", json_object_new_int64(p->command_timeout_s));

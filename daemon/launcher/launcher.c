@@ -630,6 +630,7 @@ static void query_state(struct launcher *L)
 	st.seccomp_inherited = prctl(PR_GET_SECCOMP) == 2;
 	st.no_new_privs = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1;
 	st.network_filter_ready = L->filters.deny_network.len > 0;
+	st.runs_as_root = L->root;
 	spill_state(L, &spill, why, sizeof(why));
 	audit.configured = (char *)L->cfg->audit_log;
 	audit.path = L->audit.path;

@@ -37,6 +37,7 @@ static void build_programs(struct status_reply *out, const struct config *cfg,
 	p->seccomp_inherited = st->seccomp_inherited;
 	p->no_new_privs = st->no_new_privs;
 	p->network_filter_ready = st->network_filter_ready;
+	p->root_programs_keep_capabilities = st->runs_as_root;
 	p->tool_network_allowed = cfg->defaults.network == NETWORK_ALLOW;
 	for (unsigned t = 0; t < cfg->ntools; t++) {
 		const struct tool *tool = &cfg->tools[t];

@@ -77,6 +77,10 @@ status() {
 	[ "$(jf processes.1.cap_permitted)" = "[]" ]
 	[ "$(jf programs.seccomp_inherited)" = true ]
 	[ "$(jf programs.no_new_privs)" = true ]
+	# A launcher that is root leaves root's programs root's capabilities.
+	keep=false
+	[ "$(id -u)" -ne 0 ] || keep=true
+	[ "$(jf programs.root_programs_keep_capabilities)" = "$keep" ]
 	[ "$(jf network.tools)" = deny ]
 	[ "$(jf network.filter_ready)" = true ]
 }

@@ -60,6 +60,8 @@ status() {
 	[ "$(jf processes.2.cap_effective)" = '["CAP_CHOWN", "CAP_KILL", "CAP_SETGID", "CAP_SETUID"]' ]
 	[ "$(jf processes.1.cap_effective)" = "[]" ]
 	[ "$(jf processes.1.cap_permitted)" = "[]" ]
+	# The launcher is nobody: it clears its capabilities in every program.
+	[ "$(jf programs.root_programs_keep_capabilities)" = false ]
 	[ "$(jf config.sha256)" = "$(sha256sum <"$TOOLRUN_CONFIG" | cut -d' ' -f1)" ]
 	[ "$(jf socket.path)" = "$TR_SOCKET" ]
 }
