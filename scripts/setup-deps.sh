@@ -17,6 +17,9 @@ packages=(
 	socat gnuplot-nox
 	# container: the engine, and the base image built without a registry
 	docker.io mmdebstrap
+	# Kubernetes manifests played without a cluster (test/container/18-kubernetes):
+	# podman, catatonit for the pod's pause image built locally, YAML in python
+	podman catatonit python3-yaml
 )
 
 missing=()
