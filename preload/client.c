@@ -503,6 +503,7 @@ static int build_frames(struct client *cl, size_t argc, size_t envc,
 
 	hello.protocol_version = TOOLRUN__VERSION__VERSION_1;
 	hello.software = (char *)call->software;
+	hello.request_follows = true; /* sent back to back below */
 	hmsg.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
 	hmsg.hello = &hello;
 

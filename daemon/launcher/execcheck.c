@@ -17,7 +17,7 @@
 /* The most descriptors closed to make room: RLIMIT_NOFILE's ceiling. */
 #define CLOSE_MAX (1u << 20)
 
-int execcheck_open(const char *path, int keep_fd)
+int execcheck_open(const char *path)
 {
 	int fd = openat(AT_FDCWD, path, O_PATH | O_CLOEXEC);
 	if (fd >= 0 || errno != EMFILE)
@@ -34,7 +34,7 @@ int execcheck_open(const char *path, int keep_fd)
 		return -1;
 	for (rlim_t i = 0; i < rl.rlim_cur && i < CLOSE_MAX; i++) {
 		int flags = fcntl((int)i, F_GETFD);
-		if (flags >= 0 && (flags & FD_CLOEXEC) && (int)i != keep_fd)
+		if (flags >= 0 && (flags & FD_CLOEXEC))
 			close((int)i);
 	}
 	return openat(AT_FDCWD, path, O_PATH | O_CLOEXEC);

@@ -42,10 +42,9 @@ enum execcheck_verdict {
 	EXECCHECK_WRITABLE,   /* listed by name, and the caller could rewrite it */
 };
 
-/* Open path (O_PATH, from the working directory) for the check. keep_fd
- * is a descriptor that must stay open (the status pipe). Returns the fd,
- * or -1 with errno set as execve would for that path. */
-int execcheck_open(const char *path, int keep_fd);
+/* Open path (O_PATH, from the working directory) for the check. Returns
+ * the fd, or -1 with errno set as execve would for that path. */
+int execcheck_open(const char *path);
 
 /* Check the opened executable (fd, O_PATH) against what was matched. */
 enum execcheck_verdict execcheck_file(int fd, const struct exec_expect *e);

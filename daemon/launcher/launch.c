@@ -22,10 +22,12 @@
 #include "caps.h"
 #include "sbuf.h"
 
-static NORETURN void fail(int status_fd, enum launch_step step)
+/* The report is the launcher's memory, which this child shares until it
+ * execs or exits (vfork): the launcher reads it once vfork returns. */
+static NORETURN void fail(volatile struct launch_report *report, enum launch_step step)
 {
-	struct launch_report rep = {.step = step, .err = errno};
-	(void)write_all(status_fd, &rep, sizeof(rep));
+	report->err = errno;
+	report->step = step;
 	_exit(127);
 }
 
@@ -75,7 +77,7 @@ static int cloexec_range(unsigned lo, unsigned hi)
 /* Put each source fd at its target number; everything else is closed at
  * exec. Sources first move above every target, so no dup2() clobbers a
  * source that is still to be placed. */
-static int arrange_fds(const struct launch_plan *p, int *status_fd, int *cwd_fd)
+static int arrange_fds(const struct launch_plan *p, int *cwd_fd)
 {
 	int *moved = p->scratch, *sorted = p->scratch + p->ntargets;
 	int base = 3;
@@ -89,11 +91,9 @@ static int arrange_fds(const struct launch_plan *p, int *status_fd, int *cwd_fd)
 		if (moved[i] < 0)
 			return -1;
 	}
-	int s = fcntl(*status_fd, F_DUPFD_CLOEXEC, base);
 	int c = fcntl(*cwd_fd, F_DUPFD_CLOEXEC, base);
-	if (s < 0 || c < 0)
+	if (c < 0)
 		return -1;
-	*status_fd = s;
 	*cwd_fd = c;
 
 	for (unsigned i = 0; i < p->ntargets; i++) {
@@ -217,30 +217,32 @@ static int become_caller(const struct launch_plan *p)
  * working directory, with the credentials it runs with), check what was
  * opened, run that. An open that fails is the execve failure it stands
  * for (ENOENT, EACCES, ELOOP). */
-static NORETURN void exec_checked(const struct launch_plan *p, int status_fd)
+static NORETURN void exec_checked(const struct launch_plan *p,
+				  volatile struct launch_report *report)
 {
-	int fd = execcheck_open(p->path, status_fd);
+	int fd = execcheck_open(p->path);
 
 	if (fd < 0)
-		fail(status_fd, LAUNCH_STEP_EXEC);
+		fail(report, LAUNCH_STEP_EXEC);
 	switch (execcheck_file(fd, p->expect)) {
 	case EXECCHECK_OK:
 		break;
 	case EXECCHECK_ERROR:
-		fail(status_fd, LAUNCH_STEP_CHECK_FILE);
+		fail(report, LAUNCH_STEP_CHECK_FILE);
 	case EXECCHECK_OTHER_FILE:
 		errno = EACCES;
-		fail(status_fd, LAUNCH_STEP_CHECK_FILE);
+		fail(report, LAUNCH_STEP_CHECK_FILE);
 	case EXECCHECK_WRITABLE:
 	default:
 		errno = EACCES;
-		fail(status_fd, LAUNCH_STEP_CHECK_WRITERS);
+		fail(report, LAUNCH_STEP_CHECK_WRITERS);
 	}
 	execcheck_exec(fd, p->expect, p->argv, p->envp);
-	fail(status_fd, LAUNCH_STEP_EXEC);
+	fail(report, LAUNCH_STEP_EXEC);
 }
 
-static NORETURN void launch_child(const struct launch_plan *plan, int status_fd)
+static NORETURN void launch_child(const struct launch_plan *plan,
+				  volatile struct launch_report *report)
 {
 	int cwd_fd = plan->cwd_fd;
 	sigset_t all;
@@ -248,33 +250,33 @@ static NORETURN void launch_child(const struct launch_plan *plan, int status_fd)
 	/* No signal until the program's own mask is in place. */
 	sigfillset(&all);
 	if (sigprocmask(SIG_SETMASK, &all, NULL) < 0)
-		fail(status_fd, LAUNCH_STEP_SIGNALS);
+		fail(report, LAUNCH_STEP_SIGNALS);
 	if (setsid() < 0)
-		fail(status_fd, LAUNCH_STEP_SESSION);
+		fail(report, LAUNCH_STEP_SESSION);
 	/* If the launcher dies, so does the program; and it may already
 	 * have died before the request took effect. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-		fail(status_fd, LAUNCH_STEP_PARENT_DEATH);
+		fail(report, LAUNCH_STEP_PARENT_DEATH);
 	if (getppid() != plan->self->pid) {
 		errno = ESRCH;
-		fail(status_fd, LAUNCH_STEP_PARENT_DEATH);
+		fail(report, LAUNCH_STEP_PARENT_DEATH);
 	}
 	if (plan->subreaper && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-		fail(status_fd, LAUNCH_STEP_SESSION);
-	if (arrange_fds(plan, &status_fd, &cwd_fd) < 0)
-		fail(status_fd, LAUNCH_STEP_FDS);
+		fail(report, LAUNCH_STEP_SESSION);
+	if (arrange_fds(plan, &cwd_fd) < 0)
+		fail(report, LAUNCH_STEP_FDS);
 	/* A TTY session's bash: its terminal, at fd 0, becomes the new
 	 * session's controlling terminal, so that Ctrl-C reaches it. */
 	if (plan->controlling_tty && ioctl(0, TIOCSCTTY, 0) < 0)
-		fail(status_fd, LAUNCH_STEP_SESSION);
+		fail(report, LAUNCH_STEP_SESSION);
 	umask(plan->has_state ? plan->umask : 022);
 	if (plan->has_state) {
 		apply_scheduling(plan);
 		if (apply_limits(plan) < 0)
-			fail(status_fd, LAUNCH_STEP_LIMITS);
+			fail(report, LAUNCH_STEP_LIMITS);
 	}
 	if (apply_signals(plan) < 0)
-		fail(status_fd, LAUNCH_STEP_SIGNALS);
+		fail(report, LAUNCH_STEP_SIGNALS);
 	/* Where the caller is, but may not search, as its owner. */
 	bool entered = false;
 	if (plan->enter_as_owner) {
@@ -285,25 +287,28 @@ static NORETURN void launch_child(const struct launch_plan *plan, int status_fd)
 	 * (oom_score_adj), before anything the caller's rules should bind
 	 * (it sets the file system uid too). */
 	if (plan->switch_identity && become_caller(plan) < 0)
-		fail(status_fd, LAUNCH_STEP_IDENTITY);
+		fail(report, LAUNCH_STEP_IDENTITY);
 	/* As the caller: its directory may be closed to toolrund's user. */
 	if (!entered && fchdir(cwd_fd) < 0)
-		fail(status_fd, LAUNCH_STEP_CWD);
+		fail(report, LAUNCH_STEP_CWD);
 	/* Last: the filter would deny some of the steps above. */
 	if (plan->filters && sandbox_child_apply(plan->filters, plan->network) < 0)
-		fail(status_fd, LAUNCH_STEP_SANDBOX);
+		fail(report, LAUNCH_STEP_SANDBOX);
 	if (plan->expect)
-		exec_checked(plan, status_fd);
+		exec_checked(plan, report);
 	execve(plan->path, plan->argv, plan->envp);
-	fail(status_fd, LAUNCH_STEP_EXEC);
+	fail(report, LAUNCH_STEP_EXEC);
 }
 
 /* Kept out of line, with nothing live across vfork() but its arguments:
  * the child borrows this frame's stack until it execs. */
-__attribute__((noinline)) pid_t launch_spawn(const struct launch_plan *plan, int status_fd)
+__attribute__((noinline)) pid_t launch_spawn(const struct launch_plan *plan,
+					     volatile struct launch_report *report)
 {
+	report->step = LAUNCH_STEP_NONE;
+	report->err = 0;
 	pid_t pid = vfork();
 	if (pid == 0)
-		launch_child(plan, status_fd);
+		launch_child(plan, report);
 	return pid;
 }

@@ -7,14 +7,17 @@
  * resource limits, scheduling attributes (as far as the launcher may set
  * them), ignored signals and signal mask, the caller's identity (groups,
  * gid, uid; no capability left), no_new_privs and the seccomp filter,
- * then execve(). A failure is reported to the launcher through a
- * close-on-exec pipe as (step, errno).
+ * then execve(). A failure is reported to the launcher as (step, errno)
+ * in a struct launch_report of the launcher's.
  *
  * The child shares the launcher's memory until it execs (vfork), which
  * spares copying the launcher's page tables for every program. So it
- * only makes system calls and writes to its own stack, and it changes
- * only what differs from the launcher's own state, which the launcher
- * records once (struct launch_self).
+ * only makes system calls, writes to its own stack and, when a step
+ * fails, to the report, and it changes only what differs from the
+ * launcher's own state, which the launcher records once (struct
+ * launch_self). The launcher resumes only once the child has exec'd or
+ * exited, so the report needs no pipe: the launcher reads it when
+ * vfork returns (as glibc's posix_spawn does).
  *
  * Process: the launcher.
  */
@@ -102,15 +105,16 @@ struct launch_limit {
 	uint64_t soft, hard;
 };
 
-/* What a failing child writes to the status pipe. */
+/* What a failing child writes, in the launcher's memory: step stays
+ * LAUNCH_STEP_NONE when it exec'd (or died of a signal before it could). */
 struct launch_report {
 	int32_t step;
 	int32_t err;
 };
 
 /* Start the program. Returns its pid, or -1 with errno set if no child
- * could be made; once it returns, the child has exec'd or failed, and a
- * failure waits in the status pipe. */
-pid_t launch_spawn(const struct launch_plan *plan, int status_fd);
+ * could be made; once it returns, the child has exec'd or failed, and
+ * *report says which. */
+pid_t launch_spawn(const struct launch_plan *plan, volatile struct launch_report *report);
 
 #endif

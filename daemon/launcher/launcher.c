@@ -162,39 +162,18 @@ static void plan_identity(const struct launcher *L, const Toolrun__Launcher__Spa
  * 0 with the failing step and errno in *err and *step. */
 static pid_t launch_and_wait(const struct launch_plan *plan, int *err, enum launch_step *step)
 {
-	int status[2];
+	volatile struct launch_report rep;
 
-	if (pipe2(status, O_CLOEXEC) < 0) {
-		*err = errno;
-		*step = LAUNCH_STEP_FORK;
-		return 0;
-	}
-	/* The child inherits the read end too; it is close-on-exec. */
-	pid_t pid = launch_spawn(plan, status[1]);
-	close(status[1]);
+	pid_t pid = launch_spawn(plan, &rep);
 	if (pid < 0) {
 		*err = errno;
 		*step = LAUNCH_STEP_FORK;
-		close(status[0]);
 		return 0;
 	}
-	/* EOF: execve succeeded. A report: it failed at report.step. */
-	struct launch_report rep;
-	int r = read_exact(status[0], &rep, sizeof(rep));
-	close(status[0]);
-	if (r == -EPIPE) {
-		*err = 0;
-		*step = LAUNCH_STEP_NONE;
+	*err = rep.err;
+	*step = (enum launch_step)rep.step;
+	if (*step == LAUNCH_STEP_NONE)
 		return pid;
-	}
-	if (r == 0) {
-		*err = rep.err;
-		*step = (enum launch_step)rep.step;
-	} else {
-		*err = -r;
-		*step = LAUNCH_STEP_EXEC;
-		kill(pid, SIGKILL);
-	}
 	waitpid(pid, NULL, 0);
 	return 0;
 }
@@ -386,8 +365,8 @@ static void remember_spawned(struct launcher *L, const Toolrun__Launcher__Spawn 
 	LIST_INSERT_HEAD(&L->jobs, j, link);
 }
 
-/* Spawn: start the program, close the order's fds (the child has its
- * copies), and report how it went (Spawned). */
+/* Spawn: start the program, report how it went (Spawned), and close the
+ * order's fds (the child has its copies). */
 static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 		  int *fds, unsigned nfds)
 {
@@ -409,13 +388,15 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 		err = ENOMEM;
 		step = LAUNCH_STEP_FORK;
 	}
+	if (pid > 0)
+		remember_spawned(L, s, pid, in_fifo, &in, &err, &step);
+	/* The listener first, which waits for this to tell the client; the
+	 * order's fds after (the child has its copies). */
+	report_spawned(L, s->job, err ? 0 : pid, err, step,
+		       s->command || err ? 0 : command_below(L, (pid_t)s->caller_pid));
 	spawn_args_free(&a);
 	for (unsigned i = 0; i < nfds; i++)
 		close(fds[i]);
-	if (pid > 0)
-		remember_spawned(L, s, pid, in_fifo, &in, &err, &step);
-	report_spawned(L, s->job, err ? 0 : pid, err, step,
-		       s->command || err ? 0 : command_below(L, (pid_t)s->caller_pid));
 }
 
 /* Tell the listener which file the audit log is (AuditLogAt). */
@@ -919,9 +900,11 @@ static NORETURN void launcher_main(struct launcher *L, pid_t parent)
 			fatal("poll", errno);
 		}
 		if (p[1].revents) {
+			/* SIGCHLD, the one signal it takes, is pending once
+			 * at most: one read empties it; reap takes every
+			 * child that ended. */
 			struct signalfd_siginfo si;
-			while (read(L->sigfd, &si, sizeof(si)) == sizeof(si))
-				;
+			(void)!read(L->sigfd, &si, sizeof(si));
 			reap(L);
 		}
 		if (!p[0].revents)

@@ -522,6 +522,7 @@ static void conn_hello(struct conn *c, const Toolrun__Hello *h)
 		return;
 	}
 	c->version = h->protocol_version;
+	c->hold_hello = h->request_follows;
 	int r = reply_hello(&c->out, c->version);
 	if (r < 0)
 		conn_reply_lost(c, "Hello", r);
@@ -535,6 +536,8 @@ static void conn_hello(struct conn *c, const Toolrun__Hello *h)
  * client is untrusted. A closing connection's messages are dropped. */
 static void listener_dispatch_client(struct conn *c, const Toolrun__ClientMessage *m)
 {
+	/* The message the Hello reply waited for, whatever it is. */
+	c->hold_hello = false;
 	if (m->msg_case != TOOLRUN__CLIENT_MESSAGE__MSG_REQUEST &&
 	    m->msg_case != TOOLRUN__CLIENT_MESSAGE__MSG_SESSION_CALL && c->reader.nfds) {
 		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_BAD_FRAME,
@@ -665,12 +668,14 @@ static void conn_read_failed(struct conn *c, int r)
  * The end of a read. A client sends its Request right behind its Hello,
  * so the Hello reply waits in the queue: with a job started, until its
  * Started (or Exit), so that the client wakes once for both instead of
- * twice; otherwise (a refusal, a Pong, a client that waits for our Hello
- * before it says more) it goes now.
+ * twice; until the next message arrives, when the Hello said that one
+ * follows (request_follows: the two frames may arrive in two reads, the
+ * Request's apart since it carries fds); otherwise (a refusal, a Pong, a
+ * client that waits for our Hello before it says more) it goes now.
  */
 static void conn_read_done(struct conn *c)
 {
-	if (c->dead || (c->state == CONN_RUNNING && c->client.job))
+	if (c->dead || c->hold_hello || (c->state == CONN_RUNNING && c->client.job))
 		return;
 	conn_flush(c);
 }

@@ -88,6 +88,9 @@ struct conn {
 	struct job_client client; /* its job, if any: client.job */
 	struct session_peer peer; /* its session calls; peer.waiting_on: one waits */
 	uint32_t version;       /* the protocol version of its Hello */
+	/* Its Hello said request_follows: the Hello reply waits for the
+	 * answer to the next message (conn_read_done). */
+	bool hold_hello;
 	LIST_ENTRY(conn) link;  /* in conns.list */
 };
 

@@ -123,3 +123,19 @@ still_serving() {
 	[ "${lines[2]}" = closed ]
 	still_serving
 }
+
+@test "13-protocol-hello-held: a Hello that says its Request follows is answered with the message after it" {
+	frame hello-held
+	[ "${lines[0]}" = held ]
+	[ "${lines[1]}" = "hello 1" ]
+	[ "${lines[2]}" = pong ]
+	[ "${lines[3]}" = closed ]
+}
+
+@test "13-protocol-hello-alone: a Hello without request_follows is answered before the client says more" {
+	frame hello-alone
+	[ "${lines[0]}" = answered ]
+	[ "${lines[1]}" = "hello 1" ]
+	[ "${lines[2]}" = pong ]
+	[ "${lines[3]}" = closed ]
+}

@@ -14,11 +14,16 @@
  * Cases: garbage, huge-length, too-large, bad-version, bad-flags,
  * undecodable, empty-message, ping-first, wrong-version, fds-missing,
  * fds-on-hello, cut-short, big-request, idle (print "connected", then
- * send nothing until stdin ends), reload, reader-gone-first.
+ * send nothing until stdin ends), reload, reader-gone-first,
+ * hello-held (a Hello with request_follows, then a second of silence:
+ * print "held" if nothing came meanwhile, "early" if something did; then
+ * a Ping), hello-alone (a Hello without it: print "answered" once
+ * something comes, then a Ping).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +55,22 @@ static void send_hello(uint32_t version)
 {
 	if (rawclient_hello(sock, version, "rawframe") < 0)
 		fprintf(stderr, "rawframe: send failed\n");
+}
+
+/* Whether the daemon has written anything within ms milliseconds. */
+static bool answered_within(int ms)
+{
+	struct pollfd p = {.fd = sock, .events = POLLIN};
+	return poll(&p, 1, ms) > 0;
+}
+
+static void send_ping(void)
+{
+	Toolrun__Ping p = TOOLRUN__PING__INIT;
+	Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
+	m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_PING;
+	m.ping = &p;
+	send_msg(&m, NULL, 0, -1);
 }
 
 static void header(uint32_t len, uint16_t nfds, uint8_t version, uint8_t flags)
@@ -184,6 +205,25 @@ int main(int argc, char **argv)
 		m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_READER_GONE;
 		m.reader_gone = &g;
 		send_msg(&m, NULL, 0, -1);
+	} else if (!strcmp(c, "hello-held")) {
+		/* The daemon holds its Hello for the message that follows;
+		 * a second of silence is no proof, but an answer is a fault. */
+		Toolrun__Hello h = TOOLRUN__HELLO__INIT;
+		Toolrun__ClientMessage m = TOOLRUN__CLIENT_MESSAGE__INIT;
+		h.protocol_version = 1;
+		h.request_follows = true;
+		m.msg_case = TOOLRUN__CLIENT_MESSAGE__MSG_HELLO;
+		m.hello = &h;
+		send_msg(&m, NULL, 0, -1);
+		printf("%s\n", answered_within(1000) ? "early" : "held");
+		fflush(stdout);
+		send_ping();
+	} else if (!strcmp(c, "hello-alone")) {
+		/* A client that waits for the daemon's Hello gets it. */
+		send_hello(1);
+		printf("%s\n", answered_within(60 * 1000) ? "answered" : "unanswered");
+		fflush(stdout);
+		send_ping();
 	} else if (!strcmp(c, "idle")) {
 		printf("connected\n");
 		fflush(stdout);
