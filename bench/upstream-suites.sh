@@ -48,9 +48,8 @@ target=1.10
 packages=()
 
 upstream_prog=upstream-suites
-die() { printf 'upstream-suites: %s\n' "$*" >&2; exit 1; }
-skip() { printf 'upstream-suites: skipped: %s\n' "$*" >&2; exit 77; }
-need() { [ "$2" -ge 2 ] || die "$1 needs a value"; }
+# shellcheck source=bench/figures.sh
+. "$here/figures.sh"
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -101,8 +100,6 @@ for pkg in "${packages[@]}"; do
 		skip "the build dependencies of $pkg are missing (apt-get build-dep $pkg)"
 	fi
 done
-
-median() { LC_ALL=C sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; printf "%.2f\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
@@ -155,44 +152,20 @@ problems_of() {
 figures=()
 for pkg in "${packages[@]}"; do
 	walls() { local r; for r in $(seq 1 "$rounds"); do cat "$runs/$pkg-$1-$r/wall" 2>/dev/null || true; done; }
-	md=$(walls direct | median) || md=0
-	mt=$(walls toolrun | median) || mt=0
-	ratio=$(awk -v a="$md" -v b="$mt" 'BEGIN { printf "%.3f\n", (a > 0 ? b / a : 0) }')
-	problems=$(problems_of "$pkg")
 	differ=$(for r in $(seq 1 "$rounds"); do cut -f1 "$runs/$pkg-$r.diff"; done | sort | uniq -c |
 		awk '{ printf "%s%s (%d of '"$rounds"' rounds)", (NR > 1 ? ", " : ""), $2, $1 }')
 	src=$(source_dir "$work/src" "$pkg")
-	figures+=("$(jq -n \
-		--arg name "$pkg" --arg source "${src##*/}" --argjson rounds "$rounds" \
-		--argjson direct "$(walls direct | jq -s .)" \
-		--argjson toolrun "$(walls toolrun | jq -s .)" \
-		--argjson md "$md" --argjson mt "$mt" --argjson ratio "$ratio" \
-		--argjson target "$target" --arg totals "$(cat "$runs/$pkg.totals" 2>/dev/null)" \
-		--arg differ "$differ" \
-		--argjson problems "$(printf '%s' "$problems" | jq -Rs 'split("\n") | map(select(length > 0))')" \
-		'{name: $name, source: $source, rounds: $rounds,
-		  direct_s: $direct, toolrun_s: $toolrun,
-		  direct_median_s: $md, toolrun_median_s: $mt,
-		  ratio: $ratio, target: $target, met: ($ratio <= $target),
-		  direct_totals: $totals, tests_that_differ: $differ,
-		  ok: ($problems | length == 0), problems: $problems}')")
+	figures+=("$(figure_json "$pkg" "$rounds" "$(walls direct)" "$(walls toolrun)" "$target" \
+		"$(problems_of "$pkg")" "$(jq -n --arg source "${src##*/}" --arg differ "$differ" \
+			--arg totals "$(cat "$runs/$pkg.totals" 2>/dev/null)" \
+			'{source: $source, direct_totals: $totals, tests_that_differ: $differ}')")")
 done
 
 # --- the report -------------------------------------------------------------
 
 [ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/upstream-suites-out.XXXXXX")
 mkdir -p "$out"
-load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-printf '%s\n' "${figures[@]}" | jq -s \
-	--arg date "$started" --arg command "$cmdline" \
-	--arg nproc "$(nproc)" --arg kernel "$(uname -r)" \
-	--arg os "$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-}")" \
-	--arg lb "$load_before" --arg la "$load_after" \
-	--arg toolrun "$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)" \
-	'{date: $date, command: $command, toolrun: $toolrun,
-	  machine: {nproc: ($nproc | tonumber), kernel: $kernel, os: $os,
-	            loadavg_before: $lb, loadavg_after: $la},
-	  figures: .}' >"$out/upstream-suites.json"
+printf '%s\n' "${figures[@]}" | report_json "$cmdline" "$started" "$load_before" >"$out/upstream-suites.json"
 
 jq -r '
 	"# Upstream test suites, wall time, toolrun / direct",

@@ -86,9 +86,8 @@ target=1.15
 pkg='grep'
 
 upstream_prog=workloads
-die() { printf 'workloads: %s\n' "$*" >&2; exit 1; }
-skip() { printf 'workloads: skipped: %s\n' "$*" >&2; exit 77; }
-need() { [ "$2" -ge 2 ] || die "$1 needs a value"; }
+# shellcheck source=bench/figures.sh
+. "$here/figures.sh"
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -267,8 +266,6 @@ problems_of() {
 	esac
 }
 
-median() { LC_ALL=C sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; printf "%.2f\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-
 command -v jq >/dev/null || die "jq is needed for the JSON report (apt-get install jq)"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
@@ -294,9 +291,6 @@ for w in $workloads; do
 	done
 	# The figure: walls, medians, ratio, problems.
 	walls() { local r; for r in $(seq 1 "$n"); do cat "$work/runs/$w-$1-$r/wall"; done; }
-	md=$(walls direct | median)
-	mt=$(walls toolrun | median)
-	ratio=$(awk -v a="$md" -v b="$mt" 'BEGIN { printf "%.3f\n", b / a }')
 	problems=$(for mode in direct toolrun; do
 		for r in $(seq 1 "$n"); do
 			problems_of "$w" "$work/runs/$w-$mode-$r" | sed "s/^/$mode round $r: /"
@@ -309,43 +303,27 @@ for w in $workloads; do
 		else what="make -C tests check of ${src##*/}, $(wc -w <<<"$tests") tests"; fi
 		;;
 	esac
-	totals='' wtests=''
+	extra=$(jq -n --arg what "$what" '{what: $what}')
 	if [ "$w" = check ]; then
-		totals=$(totals_of "$work/runs/check-direct-1/results")
-		wtests=$tests
+		extra=$(jq -n --arg what "$what" --arg tests "$tests" \
+			--arg totals "$(totals_of "$work/runs/check-direct-1/results")" \
+			'{what: $what, tests: $tests, direct_totals: $totals}')
 	fi
-	figures+=("$(jq -n \
-		--arg name "$w" --arg what "$what" --argjson rounds "$n" \
-		--argjson direct "$(walls direct | jq -s .)" \
-		--argjson toolrun "$(walls toolrun | jq -s .)" \
-		--argjson md "$md" --argjson mt "$mt" --argjson ratio "$ratio" \
-		--argjson target "$target" --arg totals "$totals" \
-		--arg tests "$wtests" \
-		--argjson problems "$(printf '%s' "$problems" | jq -Rs 'split("\n") | map(select(length > 0))')" \
-		'{name: $name, what: $what, rounds: $rounds,
-		  direct_s: $direct, toolrun_s: $toolrun,
-		  direct_median_s: $md, toolrun_median_s: $mt,
-		  ratio: $ratio, target: $target, met: ($ratio <= $target),
-		  ok: ($problems | length == 0), problems: $problems}
-		 + (if $tests == "" then {} else {tests: $tests, direct_totals: $totals} end)')")
+	figures+=("$(figure_json "$w" "$n" "$(walls direct)" "$(walls toolrun)" "$target" \
+		"$problems" "$extra")")
 done
 
 # --- the report -------------------------------------------------------------
 
 [ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/workloads-out.XXXXXX")
 mkdir -p "$out"
-load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-printf '%s\n' "${figures[@]}" | jq -s \
-	--arg date "$started" --arg command "$cmdline" \
-	--arg nproc "$(nproc)" --arg kernel "$(uname -r)" \
-	--arg os "$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-}")" \
-	--arg lb "$load_before" --arg la "$load_after" --arg how "$how" \
-	--arg toolrun "$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)" \
-	'{date: $date, command: $command, toolrun: $toolrun,
-	  toolrun_setup: (if $how == "whole" then "whole: the library preloaded, the command handed to toolrund" else "snippet: bash -lc with the profile snippet, tools handed over" end),
-	  machine: {nproc: ($nproc | tonumber), kernel: $kernel, os: $os,
-	            loadavg_before: $lb, loadavg_after: $la},
-	  figures: .}' >"$out/workloads.json"
+if [ "$how" = whole ]; then
+	setup_text="whole: the library preloaded, the command handed to toolrund"
+else
+	setup_text="snippet: bash -lc with the profile snippet, tools handed over"
+fi
+printf '%s\n' "${figures[@]}" | report_json "$cmdline" "$started" "$load_before" \
+	"$(jq -n --arg s "$setup_text" '{toolrun_setup: $s}')" >"$out/workloads.json"
 
 jq -r '
 	"# Real workloads, toolrun / direct",
