@@ -3,7 +3,7 @@
 # cannot switch users, as the integration suite runs it, reports so and
 # why, its three processes as the kernel shows them, the config it loaded,
 # live counts, its spill store and audit log; --require fails closed on
-# what is missing. The full-identity side is test/security/27-status.bats.
+# what is missing. The full-identity side is test/security/31-status.bats.
 #
 # The config names a `user` that does not exist, so that toolrund warns
 # why it cannot become it; run as root, toolrund starts without the
@@ -112,16 +112,11 @@ status() {
 	records=$(jf audit.records)
 	new_session
 	run --separate-stderr session run "$sid" --timeout 0 -- 'sleep 60'
-	running() {
-		local out
-		out=$(status --json) || return 1
-		[ "$(jf jobs.running "$out")" = "$1" ] && [ "$(jf sessions.open "$out")" = "$2" ]
-	}
-	wait_for 60 running 1 1
+	wait_for 60 status_counts 1 1
 	run session kill "$sid"
-	wait_for 60 running 0 1
+	wait_for 60 status_counts 0 1
 	session close "$sid" >/dev/null
-	wait_for 60 running 0 0
+	wait_for 60 status_counts 0 0
 	# Each job is audited: the count grew.
 	run --separate-stderr status --json
 	[ "$(jf audit.records)" -gt "$records" ]

@@ -1,5 +1,6 @@
 # Shared by the session tests (24-sessions, 28-session-channel,
-# 29-session-limits): the CLI, JSON fields of its answers, a new session.
+# 29-session-limits, and the status tests): the CLI, JSON fields of its
+# answers, a new session, the counts `toolrun status` gives.
 # Loaded after helpers.bash.
 
 PY=$(command -v /usr/bin/python3 || command -v python3)
@@ -30,4 +31,12 @@ new_session() {
 	spid=$(jf pid "$out")
 	[[ "$sid" =~ ^[0-9a-f]{8}$ ]]
 	[ "$spid" -gt 1 ]
+}
+
+# status_counts JOBS SESSIONS: `toolrun status` counts JOBS running jobs
+# and SESSIONS open sessions (30-status, security 31-status).
+status_counts() {
+	local out
+	out=$("$TR_CLI" status --json) || return 1
+	[ "$(jf jobs.running "$out")" = "$1" ] && [ "$(jf sessions.open "$out")" = "$2" ]
 }

@@ -80,14 +80,9 @@ status() {
 @test "31-status-counts: a session and its running command are counted" {
 	new_session
 	run --separate-stderr session run "$sid" --timeout 0 -- 'sleep 60'
-	counts() {
-		local out
-		out=$(status --json) || return 1
-		[ "$(jf jobs.running "$out")" = "$1" ] && [ "$(jf sessions.open "$out")" = "$2" ]
-	}
-	wait_for 60 counts 1 1
+	wait_for 60 status_counts 1 1
 	run session kill "$sid"
-	wait_for 60 counts 0 1
+	wait_for 60 status_counts 0 1
 	session close "$sid" >/dev/null
-	wait_for 60 counts 0 0
+	wait_for 60 status_counts 0 0
 }
