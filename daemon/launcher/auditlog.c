@@ -35,21 +35,104 @@ static void rotated_name(char out[ROTATED_PATH_MAX], const char *path, unsigned 
 	snprintf(out, ROTATED_PATH_MAX, "%.*s.%u", CONFIG_PATH_MAX - 1, path, k);
 }
 
-/* Make the directories above path that are missing, 0700 each. */
-static int make_parents(const char *path, char *why, size_t whylen)
+#define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/*
+ * Whether dir (st its fstat) may lie above the log: whoever can rename
+ * its entries could move the log aside and put a forged one at its path
+ * (the chain is unkeyed), or make rotation reopen it inside a directory
+ * of theirs. So it must be root's or toolrund's, and writable by nobody
+ * else unless sticky (sshd's StrictModes rule). Says why not in why.
+ */
+static int check_dir(const struct stat *st, const char *dir, char *why, size_t whylen)
+{
+	unsigned mode = (unsigned)(st->st_mode & 07777);
+
+	if (st->st_uid != 0 && st->st_uid != geteuid()) {
+		snprintf(why, whylen,
+			 "%s belongs to uid %u (mode %04o), neither root nor toolrund's uid %u: "
+			 "its owner could replace the log",
+			 dir, (unsigned)st->st_uid, mode, (unsigned)geteuid());
+		return -EPERM;
+	}
+	if ((mode & 022) && !(mode & S_ISVTX)) {
+		snprintf(why, whylen,
+			 "%s is writable by %s without the sticky bit (mode %04o): anyone%s could "
+			 "replace the log",
+			 dir, mode & 002 ? "others" : "its group", mode,
+			 mode & 002 ? "" : " in its group");
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Open the directory name in at (dir is its path), made 0700 when it is
+ * missing, without following a link. */
+static int open_subdir(int at, const char *name, const char *dir, char *why, size_t whylen)
+{
+	int fd = openat(at, name, DIR_FLAGS);
+	if (fd < 0 && errno == ENOENT) {
+		if (mkdirat(at, name, 0700) < 0 && errno != EEXIST)
+			return fail(why, whylen, errno, "cannot create directory", dir);
+		fd = openat(at, name, DIR_FLAGS);
+	}
+	if (fd >= 0)
+		return fd;
+	int err = errno;
+	struct stat st;
+	if ((err == ELOOP || err == ENOTDIR) && fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		snprintf(why, whylen, "%s is %s", dir,
+			 S_ISLNK(st.st_mode) ? "a symbolic link: audit_log must name real directories"
+					     : "not a directory");
+		return -err;
+	}
+	return fail(why, whylen, err, "cannot open directory", dir);
+}
+
+/*
+ * The log's directory, walked from / by fd (no link followed, missing
+ * directories made 0700), each directory on the way fit (check_dir): so
+ * what was checked is what the file is opened in. *name gets where the
+ * file's own name begins in path. Returns the directory's fd, or -errno
+ * with a one-line reason in why.
+ */
+static int open_log_dir(const char *path, const char **name, char *why, size_t whylen)
 {
 	char dir[CONFIG_PATH_MAX];
+	struct stat st;
 
 	if (strlen(path) >= sizeof(dir))
 		return fail(why, whylen, ENAMETOOLONG, "", path);
 	strcpy(dir, path);
-	for (char *p = dir + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return fail(why, whylen, errno, "cannot create directory", dir);
-		*p = '/';
+	char *last = strrchr(dir, '/');
+	if (dir[0] != '/' || !last[1]) {
+		snprintf(why, whylen, "%s does not name a file by an absolute path", path);
+		return -EINVAL;
 	}
-	return 0;
+	*name = path + (last - dir) + 1;
+	_cleanup_close_ int fd = open("/", DIR_FLAGS);
+	if (fd < 0)
+		return fail(why, whylen, errno, "cannot open directory", "/");
+	if (fstat(fd, &st) < 0)
+		return fail(why, whylen, errno, "cannot stat", "/");
+	int r = check_dir(&st, "/", why, whylen);
+	for (char *p = dir + 1; r == 0 && p <= last;) {
+		char *end = strchr(p, '/');
+		*end = '\0';
+		if (end > p) {
+			int next = open_subdir(fd, p, dir, why, whylen);
+			if (next < 0)
+				return next;
+			close_fd(&fd);
+			fd = next;
+			if (fstat(fd, &st) < 0)
+				return fail(why, whylen, errno, "cannot stat", dir);
+			r = check_dir(&st, dir, why, whylen);
+		}
+		*end = '/';
+		p = end + 1;
+	}
+	return r < 0 ? r : steal_fd(&fd);
 }
 
 /* The last '\n' in [0, end) of fd into *at, -1 when there is none.
@@ -122,27 +205,26 @@ out:
 	return r;
 }
 
-/* The chain's end in the rotated file path.1, if there is one. */
-static bool rotated_tail(const char *path, char prev[AUDITCHAIN_HEX_SIZE])
+/* The chain's end in the rotated file name.1 in dir, if there is one. */
+static bool rotated_tail(int dir, const char *name, char prev[AUDITCHAIN_HEX_SIZE])
 {
-	char name[ROTATED_PATH_MAX];
+	char rotated[ROTATED_PATH_MAX];
 	struct stat st;
 	uint64_t partial;
 
-	rotated_name(name, path, 1);
-	_cleanup_close_ int fd = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	rotated_name(rotated, name, 1);
+	_cleanup_close_ int fd = openat(dir, rotated, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return false;
 	return chain_tail(fd, (uint64_t)st.st_size, prev, &partial) == 1;
 }
 
-/* Open (or create) path for appending: ours, regular, 0600. */
-static int open_log(const char *path, struct stat *st, char *why, size_t whylen)
+/* Open (or create) name in dir (path is dir/name) for appending: ours,
+ * regular, 0600. */
+static int open_log(int dir, const char *name, const char *path, struct stat *st, char *why,
+		    size_t whylen)
 {
-	int r = make_parents(path, why, whylen);
-	if (r < 0)
-		return r;
-	_cleanup_close_ int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC |
+	_cleanup_close_ int fd = openat(dir, name, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC |
 					    O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0600);
 	if (fd < 0) {
 		if (errno == ELOOP)
@@ -172,9 +254,14 @@ int auditlog_open_file(struct auditlog *a, const char *path, uint64_t max_bytes,
 	struct stat st;
 	uint64_t partial;
 
+	const char *name;
+
 	if (strlen(path) >= sizeof(a->path))
 		return fail(why, whylen, ENAMETOOLONG, "", path);
-	_cleanup_close_ int fd = open_log(path, &st, why, whylen);
+	_cleanup_close_ int dir = open_log_dir(path, &name, why, whylen);
+	if (dir < 0)
+		return dir;
+	_cleanup_close_ int fd = open_log(dir, name, path, &st, why, whylen);
 	if (fd < 0)
 		return fd;
 	uint64_t size = (uint64_t)st.st_size;
@@ -195,7 +282,7 @@ int auditlog_open_file(struct auditlog *a, const char *path, uint64_t max_bytes,
 	}
 	/* Nothing here yet: go on from the rotated file, if any (a new
 	 * file that a rotation made, before its first line). */
-	if (!found && !(keep > 0 && rotated_tail(path, prev)))
+	if (!found && !(keep > 0 && rotated_tail(dir, name, prev)))
 		memcpy(prev, auditchain_zero, sizeof(prev));
 	memcpy(a->prev, prev, sizeof(prev));
 	a->fd = steal_fd(&fd);
@@ -266,12 +353,25 @@ static bool valid_record(const char *obj, size_t len)
 	return ok;
 }
 
+/* No log any more (rotation could not reopen it): said in the log and in
+ * a->failure, which status reports. Returns AUDITLOG_MOVED. */
+static int lose_log(struct auditlog *a, const char *what, const char *why)
+{
+	log_error("audit log %s %s: %s; no audit log now", a->path, what, why);
+	snprintf(a->failure, sizeof(a->failure), "%s", why);
+	close_fd(&a->fd);
+	a->path[0] = '\0';
+	return AUDITLOG_MOVED;
+}
+
 /* Make room: rotate, or with keep = 0 start again. A file that cannot be
  * rotated grows on past audit_max (said in the log): records are not
- * dropped for it. */
+ * dropped for it. Its directories are checked again first (open_log_dir):
+ * a path no longer fit loses the log rather than reopen it there. */
 static int rotate(struct auditlog *a)
 {
-	char from[ROTATED_PATH_MAX], to[ROTATED_PATH_MAX], why[CONFIG_PATH_MAX + 128];
+	char from[ROTATED_PATH_MAX], to[ROTATED_PATH_MAX], why[sizeof(a->failure)];
+	const char *name;
 
 	if (a->keep == 0) {
 		if (ftruncate(a->fd, 0) < 0) {
@@ -284,37 +384,36 @@ static int rotate(struct auditlog *a)
 			 "begins (audit_keep = 0)", a->path, (unsigned long long)a->max_bytes);
 		return 0;
 	}
-	rotated_name(to, a->path, a->keep);
-	if (unlink(to) < 0 && errno != ENOENT)
+	_cleanup_close_ int dir = open_log_dir(a->path, &name, why, sizeof(why));
+	if (dir < 0)
+		return lose_log(a, "not rotated", why);
+	rotated_name(to, name, a->keep);
+	if (unlinkat(dir, to, 0) < 0 && errno != ENOENT)
 		goto failed;
 	for (unsigned k = a->keep; k > 1; k--) {
-		rotated_name(from, a->path, k - 1);
-		rotated_name(to, a->path, k);
-		if (rename(from, to) < 0 && errno != ENOENT)
+		rotated_name(from, name, k - 1);
+		rotated_name(to, name, k);
+		if (renameat(dir, from, dir, to) < 0 && errno != ENOENT)
 			goto failed;
 	}
-	snprintf(from, sizeof(from), "%s", a->path);
-	rotated_name(to, a->path, 1);
-	if (rename(from, to) < 0)
+	snprintf(from, sizeof(from), "%s", name);
+	rotated_name(to, name, 1);
+	if (renameat(dir, from, dir, to) < 0)
 		goto failed;
 
 	struct stat st;
-	int fd = open_log(a->path, &st, why, sizeof(why));
+	int fd = open_log(dir, name, a->path, &st, why, sizeof(why));
+	if (fd < 0)
+		return lose_log(a, "rotated, but no new file", why);
 	close_fd(&a->fd);
-	if (fd < 0) {
-		log_error("audit log rotated to %s, but no new file: %s; no audit log now",
-			  to, why);
-		a->path[0] = '\0';
-		return AUDITLOG_MOVED;
-	}
 	a->fd = fd;
 	a->size = (uint64_t)st.st_size;
-	log_info("audit log %s reached audit_max (%llu bytes): rotated to %s", a->path,
-		 (unsigned long long)a->max_bytes, to);
+	log_info("audit log %s reached audit_max (%llu bytes): rotated to %s.1", a->path,
+		 (unsigned long long)a->max_bytes, a->path);
 	return 0;
 failed:
-	log_error("cannot rotate the audit log %s (%s -> %s: %s): it grows past audit_max",
-		  a->path, from, to, errno_text(errno));
+	log_error("cannot rotate the audit log %s (%s -> %s in its directory: %s): it grows "
+		  "past audit_max", a->path, from, to, errno_text(errno));
 	return 0;
 }
 

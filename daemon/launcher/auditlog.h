@@ -7,13 +7,18 @@
  *   open     `audit_log` (its directory made if missing, 0700; the file
  *            0600, O_APPEND|O_NOFOLLOW), else audit.jsonl in the
  *            directory of each socket_fallback, in order; one warning
- *            names what failed and why.
+ *            names what failed and why. Each directory from / down is
+ *            opened by fd without following a link and must be root's or
+ *            toolrund's euid's, and writable by no one else unless
+ *            sticky: who can rename the log's entries could swap it.
  *   append   {"prev":"<SHA-256 of the line before>", + the record's
  *            members + "\n", in one write.
  *   rotate   when a line would take the file past audit_max: .K -> .K+1
  *            up to audit_keep (the oldest deleted), the file -> .1, a new
  *            file whose first line chains to the last line of .1. With
  *            audit_keep = 0 the file is emptied and a new chain begins.
+ *            The directories are checked again first; unfit, the log is
+ *            lost (a->failure says why) rather than reopened there.
  *
  * Error convention (common/util.h): negative errno on failure, positive
  * AUDITLOG_* values for outcomes the caller must act on.

@@ -7,7 +7,9 @@
 # a `docker run`: a command shaped, a pipeline exact, a session, MCP over
 # `podman exec -i`, the Python host client, the audit log verified, what
 # `toolrun status` reports and the readiness probe's command; and a policy
-# change through the mounted ConfigMap and `toolrun reload`. The agent is reached as docs/kubernetes.md tells a host to
+# change through the mounted ConfigMap and `toolrun reload`; and the full
+# pod on an audit volume made root's 0777 as a cluster's emptyDir is,
+# refused without its audit-dir init container, toolrund's with it. The agent is reached as docs/kubernetes.md tells a host to
 # reach it with kubectl: an exec as the container's user, through setpriv
 # to uid 1000 in the full pod.
 #
@@ -98,7 +100,7 @@ kube_remove_all() {
 # ConfigMap named for this run. Prints the container's name.
 kube_prepare() {
 	python3 - "$1" "$2" "$3" "$KUBE_IMAGE" "$KUBE_DIR/configmap.yaml" "$BATS_FILE_TMPDIR" <<'EOF'
-import sys, yaml
+import os, sys, yaml
 manifest, kind, name, image, configmap, out = sys.argv[1:]
 doc = yaml.safe_load(open(manifest))
 if kind == "template":
@@ -111,6 +113,11 @@ else:
     assert doc["kind"] == "Pod", doc["kind"]
     pod = doc
 pod["metadata"]["name"] = name
+# Podman 4.3 removes a "once" init container (its default) after the
+# pod starts, and failed at it ("cannot remove container ... as it is
+# running"); "always" keeps it, and runs it at every start of the pod, as
+# a kubelet does when it recreates the pod's sandbox.
+pod["metadata"].setdefault("annotations", {})["io.podman.annotations.init.container.type"] = "always"
 spec = pod["spec"]
 cm = yaml.safe_load(open(configmap))
 for v in spec["volumes"]:
@@ -118,6 +125,13 @@ for v in spec["volumes"]:
         assert v["configMap"]["name"] == cm["metadata"]["name"]
         v["configMap"]["name"] = cm["metadata"]["name"] = name + "-" + cm["metadata"]["name"]
     v["name"] = name + "-" + v["name"]
+# KUBE_NO_INIT=1: without the init containers, as a pod before them.
+if os.environ.get("KUBE_NO_INIT") == "1":
+    spec.pop("initContainers", None)
+for i in spec.get("initContainers", []):
+    i["image"] = image
+    for m in i.get("volumeMounts", []):
+        m["name"] = name + "-" + m["name"]
 (c,) = spec["containers"]
 c["image"] = image
 for m in c["volumeMounts"]:
@@ -200,6 +214,18 @@ kube_checks() {
 		run podman exec --privileged "$KUBE_C" setpriv --reuid=1000 --regid=1000 --clear-groups \
 			grep -E '^(Uid|CapPrm|CapEff):' /proc/self/status
 		[ "$output" = $'Uid:\t1000\t1000\t1000\t1000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000' ]
+		# The audit volume is toolrund's, 0700: the agent can neither
+		# move the audit directory aside nor make one in its place.
+		# (Root's exec without capabilities cannot look inside; the
+		# privileged one can.)
+		run podman exec --privileged "$KUBE_C" stat -c '%u %a' /var/log/toolrun /var/log/toolrun/audit
+		[ "$output" = $'999 700\n999 700' ]
+		run --separate-stderr kube_agent mv /var/log/toolrun/audit /var/log/toolrun/old
+		[ "$status" -ne 0 ]
+		[[ $stderr == *"Permission denied"* ]]
+		run podman exec --privileged "$KUBE_C" stat -c '%u %a' /var/log/toolrun/audit /var/log/toolrun/old
+		[ "${lines[0]}" = "999 700" ]
+		[[ ${lines[1]} == *"No such file or directory"* ]]
 	fi
 
 	# A command shaped: CT_BIG cut to the budget around one marker, byte
@@ -372,6 +398,44 @@ print("ok")' "$KUBE_DIR/sandboxtemplate.yaml" "$KUBE_DIR/pod-full.yaml" \
 	KUBE_MODE=full
 	kube_play "$KUBE_DIR/pod-full.yaml" pod full
 	kube_checks pod-full
+}
+
+# kube_open_volume SUFFIX: the audit volume of pod SUFFIX, made before
+# the play as a cluster makes an emptyDir: root's, 0777, not sticky.
+# Mounted once first, so that podman does not fill it from the image's
+# /var/log/toolrun (1777) at the play.
+kube_open_volume() {
+	local vol="$KUBE_PREFIX-$1-audit" dir
+	podman volume create "$vol" >/dev/null
+	podman run --rm --network none -e LD_PRELOAD= -v "$vol:/mnt" --entrypoint /bin/true \
+		"$KUBE_IMAGE"
+	dir=$(podman volume inspect --format '{{.Mountpoint}}' "$vol")
+	chown 0:0 "$dir"
+	chmod 0777 "$dir"
+	[ "$(stat -c '%u %a' "$dir")" = "0 777" ]
+}
+
+@test "18-kubernetes: pod-full.yaml on an audit volume of mode 0777: refused without the init container, made toolrund's with it" {
+	KUBE_MODE=full
+	# Without audit-dir, as a cluster would run the pod before it:
+	# toolrund refuses the volume, and the probe fails naming it.
+	kube_open_volume bare
+	KUBE_NO_INIT=1 kube_play "$KUBE_DIR/pod-full.yaml" pod bare
+	[ "$(podman exec "$KUBE_C" stat -c '%u %a' /var/log/toolrun)" = "0 777" ]
+	run --separate-stderr podman exec "$KUBE_C" toolrun status --require full
+	echo "# without audit-dir: $stderr" >&3
+	[ "$status" -eq 1 ]
+	[[ $stderr == *"missing audit: audit_log /var/log/toolrun/audit/audit.jsonl is not written"*"/var/log/toolrun is writable by others without the sticky bit (mode 0777): anyone could replace the log"* ]]
+	podman kube down "$BATS_FILE_TMPDIR/$KUBE_POD.yaml" >/dev/null 2>&1 || true
+	podman pod rm -f "$KUBE_POD" >/dev/null 2>&1 || true
+	# The manifest as shipped: the init container makes it toolrund's.
+	kube_open_volume open
+	kube_play "$KUBE_DIR/pod-full.yaml" pod open
+	run --separate-stderr podman exec "$KUBE_C" toolrun status --require full
+	[ "$status" -eq 0 ] || { echo "toolrun status: $status: $output $stderr"; return 1; }
+	run --separate-stderr podman exec "$KUBE_C" toolrun status --json
+	[ "$(python3 -c 'import json, sys; print(json.load(sys.stdin)["audit"]["path"])' <<<"$output")" = /var/log/toolrun/audit/audit.jsonl ]
+	kube_checks pod-full-open
 }
 
 @test "18-kubernetes: pod-restricted.yaml: single identity" {

@@ -685,6 +685,87 @@ static void test_open_refuses_a_symlink(void **state)
 	assert_non_null(strstr(why, "symbolic link"));
 }
 
+/* tmpdir/log, mode mode whatever the umask, owned by uid. */
+static void make_log_dir(mode_t mode, uid_t uid)
+{
+	char dir[128];
+	snprintf(dir, sizeof(dir), "%s/log", tmpdir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(chown(dir, uid, (gid_t)-1), 0);
+	assert_int_equal(chmod(dir, mode), 0);
+}
+
+/* Opening logpath fails with EPERM, why says "<tmpdir>/log <want>", and
+ * no file was made. */
+static void expect_refused(const char *want)
+{
+	char why[1200], expect[300];
+	struct auditlog a = {.fd = -1};
+	struct stat st;
+	assert_int_equal(auditlog_open_file(&a, logpath, 1 << 20, 4, why, sizeof(why)), -EPERM);
+	snprintf(expect, sizeof(expect), "%s/log %s", tmpdir, want);
+	if (!strstr(why, expect))
+		fail_msg("why: %s; expected %s", why, expect);
+	assert_int_equal(lstat(logpath, &st), -1);
+}
+
+static void test_open_refuses_a_directory_others_may_write(void **state)
+{
+	(void)state;
+	make_log_dir(0777, geteuid());
+	expect_refused("is writable by others without the sticky bit (mode 0777): "
+		       "anyone could replace the log");
+}
+
+static void test_open_refuses_a_directory_its_group_may_write(void **state)
+{
+	(void)state;
+	make_log_dir(0770, geteuid());
+	expect_refused("is writable by its group without the sticky bit (mode 0770)");
+}
+
+static void test_open_accepts_a_sticky_directory(void **state)
+{
+	(void)state;
+	struct auditlog a;
+	make_log_dir(01777, geteuid());
+	open_log(&a, 1 << 20, 4);
+	assert_int_equal(append_n(&a, 1), 0);
+	auditlog_close(&a);
+}
+
+static void test_open_refuses_a_directory_of_another_user(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	make_log_dir(0755, 65534);
+	expect_refused("belongs to uid 65534 (mode 0755), neither root nor toolrund's uid 0");
+}
+
+/* A directory opened to others after the log was opened: rotation does
+ * not reopen the log there, and loses it, saying why. */
+static void test_rotation_rechecks_the_directory(void **state)
+{
+	(void)state;
+	struct auditlog a;
+	char dir[128], rotated[160];
+	struct stat st;
+	int r = 0;
+	make_log_dir(0700, geteuid());
+	open_log(&a, 600, 2);
+	snprintf(dir, sizeof(dir), "%s/log", tmpdir);
+	assert_int_equal(chmod(dir, 0777), 0);
+	for (int i = 1; i <= 20 && r == 0; i++)
+		r = append_n(&a, i);
+	assert_int_equal(r, AUDITLOG_MOVED);
+	assert_int_equal(a.fd, -1);
+	assert_string_equal(a.path, "");
+	assert_non_null(strstr(a.failure, "log is writable by others without the sticky bit"));
+	snprintf(rotated, sizeof(rotated), "%s.1", logpath);
+	assert_int_equal(stat(rotated, &st), -1);
+}
+
 static void test_open_falls_back_to_a_socket_fallback_directory(void **state)
 {
 	(void)state;
@@ -814,6 +895,11 @@ int main(void)
 		T(test_reopen_of_an_empty_file_chains_to_the_rotated_one),
 		T(test_partial_last_line_is_ended_and_skipped_by_the_chain),
 		T(test_open_refuses_a_symlink),
+		T(test_open_refuses_a_directory_others_may_write),
+		T(test_open_refuses_a_directory_its_group_may_write),
+		T(test_open_accepts_a_sticky_directory),
+		T(test_open_refuses_a_directory_of_another_user),
+		T(test_rotation_rechecks_the_directory),
 		T(test_open_falls_back_to_a_socket_fallback_directory),
 		T(test_launcher_appends_audit_orders_and_names_its_file),
 	};
