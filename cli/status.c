@@ -249,10 +249,12 @@ static void check_store(struct status *s)
 	if (au && au->configured[0] && !au->writable)
 		add_missing(s, "audit", LEVEL_CONFIG, "audit_log %s is not written: %s",
 			    au->configured, au->reason[0] ? au->reason : "no file is open");
-	else if (au && au->configured[0] && strcmp(au->path, au->configured) != 0)
+	else if (au && au->configured[0] && au->reason[0])
+		/* Its path may differ from audit_log's without a reason: the
+		 * links of audit_log's directories resolved (auditlog.h). */
 		add_missing(s, "audit", LEVEL_CONFIG,
 			    "audit_log %s is not written (%s): records go to %s instead",
-			    au->configured, au->reason[0] ? au->reason : "not opened", au->path);
+			    au->configured, au->reason, au->path);
 }
 
 static void check_identity(struct status *s)

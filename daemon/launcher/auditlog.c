@@ -6,6 +6,7 @@
 #include "auditlog.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,8 @@ static void rotated_name(char out[ROTATED_PATH_MAX], const char *path, unsigned 
  * of theirs. So it must be root's or toolrund's, and writable by nobody
  * else unless sticky (sshd's StrictModes rule). Says why not in why.
  */
-static int check_dir(const struct stat *st, const char *dir, char *why, size_t whylen)
+static int check_dir(const struct stat *st, const char *dir, bool shared_uid, char *why,
+		     size_t whylen)
 {
 	unsigned mode = (unsigned)(st->st_mode & 07777);
 
@@ -55,7 +57,7 @@ static int check_dir(const struct stat *st, const char *dir, char *why, size_t w
 			 dir, (unsigned)st->st_uid, mode, (unsigned)geteuid());
 		return -EPERM;
 	}
-	if ((mode & 022) && !(mode & S_ISVTX)) {
+	if ((mode & 022) && !(mode & S_ISVTX) && !shared_uid) {
 		snprintf(why, whylen,
 			 "%s is writable by %s without the sticky bit (mode %04o): anyone%s could "
 			 "replace the log",
@@ -91,12 +93,15 @@ static int open_subdir(int at, const char *name, const char *dir, char *why, siz
 
 /*
  * The log's directory, walked from / by fd (no link followed, missing
- * directories made 0700), each directory on the way fit (check_dir): so
- * what was checked is what the file is opened in. *name gets where the
- * file's own name begins in path. Returns the directory's fd, or -errno
- * with a one-line reason in why.
+ * directories made 0700), each directory on the way fit (check_dir; with
+ * shared_uid, single identity, a directory others may write is accepted:
+ * the programs served run as the log's owner and could change the log
+ * itself). So what was checked is what the file is opened in. *name gets
+ * where the file's own name begins in path. Returns the directory's fd,
+ * or -errno with a one-line reason in why.
  */
-static int open_log_dir(const char *path, const char **name, char *why, size_t whylen)
+static int open_log_dir(const char *path, bool shared_uid, const char **name, char *why,
+			size_t whylen)
 {
 	char dir[CONFIG_PATH_MAX];
 	struct stat st;
@@ -115,7 +120,7 @@ static int open_log_dir(const char *path, const char **name, char *why, size_t w
 		return fail(why, whylen, errno, "cannot open directory", "/");
 	if (fstat(fd, &st) < 0)
 		return fail(why, whylen, errno, "cannot stat", "/");
-	int r = check_dir(&st, "/", why, whylen);
+	int r = check_dir(&st, "/", shared_uid, why, whylen);
 	for (char *p = dir + 1; r == 0 && p <= last;) {
 		char *end = strchr(p, '/');
 		*end = '\0';
@@ -127,7 +132,7 @@ static int open_log_dir(const char *path, const char **name, char *why, size_t w
 			fd = next;
 			if (fstat(fd, &st) < 0)
 				return fail(why, whylen, errno, "cannot stat", dir);
-			r = check_dir(&st, dir, why, whylen);
+			r = check_dir(&st, dir, shared_uid, why, whylen);
 		}
 		*end = '/';
 		p = end + 1;
@@ -248,17 +253,56 @@ static int open_log(int dir, const char *name, const char *path, struct stat *st
 	return steal_fd(&fd);
 }
 
-int auditlog_open_file(struct auditlog *a, const char *path, uint64_t max_bytes,
+/*
+ * path with the links of its directories resolved (/var/run/x.jsonl is
+ * /run/x.jsonl on Debian) into out: the walk follows no link, so it walks
+ * the real directories, and a link swapped in after this is refused, not
+ * followed. The part not there yet is kept as written (the walk makes
+ * it). The file's own name is not resolved: a log that is a link is
+ * refused. Returns 0, or -errno with a one-line reason in why.
+ */
+static int resolve_log_dirs(const char *path, char out[CONFIG_PATH_MAX], char *why,
+			    size_t whylen)
+{
+	char prefix[CONFIG_PATH_MAX], real[PATH_MAX];
+
+	if (strlen(path) >= sizeof(prefix))
+		return fail(why, whylen, ENAMETOOLONG, "", path);
+	strcpy(prefix, path);
+	strcpy(out, path);
+	if (path[0] != '/')
+		return 0; /* refused by open_log_dir, as written */
+	/* The longest directory of path that exists, resolved. */
+	char *slash = strrchr(prefix, '/');
+	for (;;) {
+		if (slash == prefix)
+			return 0; /* only / exists: nothing to resolve */
+		*slash = '\0';
+		if (realpath(prefix, real))
+			break;
+		if (errno != ENOENT)
+			return fail(why, whylen, errno, "cannot resolve", prefix);
+		slash = strrchr(prefix, '/');
+	}
+	const char *rest = path + (slash - prefix); /* "/" and what is not there yet */
+	if ((size_t)snprintf(out, CONFIG_PATH_MAX, "%s%s", strcmp(real, "/") ? real : "", rest) >=
+	    CONFIG_PATH_MAX)
+		return fail(why, whylen, ENAMETOOLONG, "", path);
+	return 0;
+}
+
+int auditlog_open_file(struct auditlog *a, const char *written, uint64_t max_bytes,
 		       unsigned keep, char *why, size_t whylen)
 {
 	struct stat st;
 	uint64_t partial;
-
+	char path[CONFIG_PATH_MAX];
 	const char *name;
 
-	if (strlen(path) >= sizeof(a->path))
-		return fail(why, whylen, ENAMETOOLONG, "", path);
-	_cleanup_close_ int dir = open_log_dir(path, &name, why, whylen);
+	int resolved = resolve_log_dirs(written, path, why, whylen);
+	if (resolved < 0)
+		return resolved;
+	_cleanup_close_ int dir = open_log_dir(path, a->shared_uid, &name, why, whylen);
 	if (dir < 0)
 		return dir;
 	_cleanup_close_ int fd = open_log(dir, name, path, &st, why, whylen);
@@ -384,7 +428,7 @@ static int rotate(struct auditlog *a)
 			 "begins (audit_keep = 0)", a->path, (unsigned long long)a->max_bytes);
 		return 0;
 	}
-	_cleanup_close_ int dir = open_log_dir(a->path, &name, why, sizeof(why));
+	_cleanup_close_ int dir = open_log_dir(a->path, a->shared_uid, &name, why, sizeof(why));
 	if (dir < 0)
 		return lose_log(a, "not rotated", why);
 	rotated_name(to, name, a->keep);

@@ -8,9 +8,11 @@
  *            0600, O_APPEND|O_NOFOLLOW), else audit.jsonl in the
  *            directory of each socket_fallback, in order; one warning
  *            names what failed and why. Each directory from / down is
- *            opened by fd without following a link and must be root's or
- *            toolrund's euid's, and writable by no one else unless
- *            sticky: who can rename the log's entries could swap it.
+ *            opened by fd without following a link (the links of the
+ *            path's directories are resolved first) and must be root's
+ *            or toolrund's euid's, and writable by no one else unless
+ *            sticky (in single identity, shared_uid, that last is not
+ *            asked): who can rename the log's entries could swap it.
  *   append   {"prev":"<SHA-256 of the line before>", + the record's
  *            members + "\n", in one write.
  *   rotate   when a line would take the file past audit_max: .K -> .K+1
@@ -49,6 +51,11 @@ struct auditlog {
 	/* Why audit_log itself is not the file in use: what failed when it
 	 * was opened; "" when it is, or none is configured. */
 	char failure[CONFIG_PATH_MAX + 128];
+	/* Single identity: the programs served run as the log's owner and
+	 * could change the log itself, so a directory above it that others
+	 * may write (a Kubernetes emptyDir, root's 0777) is no further
+	 * risk and is accepted. Set before opening. */
+	bool shared_uid;
 };
 
 /*
@@ -61,7 +68,8 @@ int auditlog_open(struct auditlog *a, const struct config *cfg);
 
 /*
  * Open one file (the directory made if missing) into a, whose fd must
- * not be open. Returns 0, or -errno with a one-line reason in why.
+ * not be open; a->path is path with the links of its directories
+ * resolved. Returns 0, or -errno with a one-line reason in why.
  */
 int auditlog_open_file(struct auditlog *a, const char *path, uint64_t max_bytes,
 		       unsigned keep, char *why, size_t whylen);

@@ -881,6 +881,7 @@ static NORETURN void launcher_main(struct launcher *L, pid_t parent)
 	if (launch_self_init(&L->self) < 0)
 		fatal("read the launcher's own process state", errno);
 
+	L->audit.shared_uid = !L->callers.can_switch;
 	auditlog_open(&L->audit, L->cfg);
 	report_audit_log(L);
 	prepare_spill(L);

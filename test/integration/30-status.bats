@@ -155,6 +155,30 @@ status() {
 }
 
 # Last: these restart the daemon.
+@test "30-status-audit-shared: in single identity a directory others may write holds the audit log; a link among its directories is resolved" {
+	tr_kill_daemon
+	# Root's 0777, as a Kubernetes emptyDir: refused in full identity
+	# (security 32-audit-dir), accepted here, where the programs run as
+	# the log's owner anyway.
+	mkdir -m 0777 "$TR_DIR/open"
+	chmod 0777 "$TR_DIR/open"
+	ln -s open "$TR_DIR/via"
+	tr_write_config "$TOOLRUN_CONFIG" "user = $NO_USER" "audit_log = $TR_DIR/via/a/audit.jsonl"
+	# helpers.bash, loaded for each test, names the real toolrund.
+	TR_DAEMON="$TR_WRAP_DIR/toolrund" tr_launch
+	run --separate-stderr status --json
+	[ "$status" -eq 0 ]
+	[ "$(jf identity.mode)" = single ]
+	[ "$(jf audit.configured)" = "$TR_DIR/via/a/audit.jsonl" ]
+	[ "$(jf audit.path)" = "$(realpath "$TR_DIR")/open/a/audit.jsonl" ]
+	[ "$(jf audit.writable)" = true ]
+	[ "$(jf audit.reason)" = "" ]
+	run --separate-stderr status --require config
+	[ "$status" -eq 0 ]
+	[ -z "$stderr" ]
+	[ -f "$TR_DIR/open/a/audit.jsonl" ]
+}
+
 @test "30-status-missing: an audit log and spill store the daemon could not set up fail --require config" {
 	tr_kill_daemon
 	# /proc takes no new directory, not even root's. The socket falls
@@ -164,11 +188,12 @@ status() {
 		"audit_log = /proc/toolrun-t-none/audit.jsonl" "spill_dir = /proc/toolrun-t-none/spill"
 	sed -i -e "s|^socket = .*|socket = /proc/toolrun-t-none/s.sock|" \
 		-e "s|^socket_fallback =.*|socket_fallback = $TR_DIR/fb/s.sock|" "$TOOLRUN_CONFIG"
-	TR_SOCKET="$TR_DIR/fb/s.sock" tr_launch
+	TR_DAEMON="$TR_WRAP_DIR/toolrund" TR_SOCKET="$TR_DIR/fb/s.sock" tr_launch
 	run --separate-stderr status --json
 	[ "$status" -eq 0 ]
 	[ "$(jf socket.path)" = "$TR_DIR/fb/s.sock" ]
 	[ "$(jf socket.fallback)" = true ]
+	[ "$(jf identity.mode)" = single ]
 	[ "$(jf spill.held)" = false ]
 	[[ "$(jf spill.reason)" == "spill_dir /proc/toolrun-t-none/spill: "* ]]
 	[ "$(jf audit.configured)" = /proc/toolrun-t-none/audit.jsonl ]

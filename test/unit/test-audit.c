@@ -133,7 +133,7 @@ static bool has(struct json_object *o, const char *key)
 static void open_log(struct auditlog *a, uint64_t max_bytes, unsigned keep)
 {
 	char why[1200];
-	a->fd = -1;
+	*a = (struct auditlog){.fd = -1};
 	int r = auditlog_open_file(a, logpath, max_bytes, keep, why, sizeof(why));
 	if (r != 0)
 		fail_msg("open: %s", why);
@@ -743,6 +743,38 @@ static void test_open_refuses_a_directory_of_another_user(void **state)
 	expect_refused("belongs to uid 65534 (mode 0755), neither root nor toolrund's uid 0");
 }
 
+/* In single identity (shared_uid) the programs served own the log: a
+ * directory others may write, as a Kubernetes emptyDir is, is accepted. */
+static void test_open_in_single_identity_accepts_a_directory_others_write(void **state)
+{
+	(void)state;
+	char why[1200];
+	make_log_dir(0777, geteuid());
+	struct auditlog a = {.fd = -1, .shared_uid = true};
+	assert_int_equal(auditlog_open_file(&a, logpath, 1 << 20, 4, why, sizeof(why)), 0);
+	assert_string_equal(a.path, logpath);
+	auditlog_close(&a);
+}
+
+/* A link among the log's directories is resolved (/var/run is /run on
+ * Debian), and the real directories are the ones checked and named. */
+static void test_open_resolves_links_of_its_directories(void **state)
+{
+	(void)state;
+	char via[160], link[160], real[160], why[1200];
+	struct stat st;
+	make_log_dir(0700, geteuid());
+	snprintf(via, sizeof(via), "%s/via", tmpdir);
+	snprintf(link, sizeof(link), "%s/via/sub/audit.jsonl", tmpdir);
+	snprintf(real, sizeof(real), "%s/log/sub/audit.jsonl", tmpdir);
+	assert_int_equal(symlink("log", via), 0);
+	struct auditlog a = {.fd = -1};
+	assert_int_equal(auditlog_open_file(&a, link, 1 << 20, 4, why, sizeof(why)), 0);
+	assert_string_equal(a.path, real);
+	assert_int_equal(lstat(real, &st), 0);
+	auditlog_close(&a);
+}
+
 /* A directory opened to others after the log was opened: rotation does
  * not reopen the log there, and loses it, saying why. */
 static void test_rotation_rechecks_the_directory(void **state)
@@ -899,6 +931,8 @@ int main(void)
 		T(test_open_refuses_a_directory_its_group_may_write),
 		T(test_open_accepts_a_sticky_directory),
 		T(test_open_refuses_a_directory_of_another_user),
+		T(test_open_in_single_identity_accepts_a_directory_others_write),
+		T(test_open_resolves_links_of_its_directories),
 		T(test_rotation_rechecks_the_directory),
 		T(test_open_falls_back_to_a_socket_fallback_directory),
 		T(test_launcher_appends_audit_orders_and_names_its_file),
