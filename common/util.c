@@ -141,3 +141,17 @@ int fd_walk(void (*visit)(int fd, void *arg), void *arg)
 	close(dir);
 	return FD_WALK_DONE;
 }
+
+void close_fd_list(const int *fds, unsigned n)
+{
+	for (unsigned i = 0; i < n;) {
+		unsigned end = i + 1;
+		while (end < n && fds[end - 1] >= 0 && fds[end] == fds[end - 1] + 1)
+			end++;
+		if (end - i < 2 ||
+		    syscall(SYS_close_range, (unsigned)fds[i], (unsigned)fds[end - 1], 0U) < 0)
+			for (unsigned k = i; k < end; k++)
+				close(fds[k]);
+		i = end;
+	}
+}

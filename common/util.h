@@ -139,6 +139,14 @@ enum fd_walk_result {
 };
 int fd_walk(void (*visit)(int fd, void *arg), void *arg);
 
+/*
+ * Close the n fds listed: each run of consecutive numbers (an order's
+ * fds, received in one recvmsg, usually are one) in one close_range(),
+ * which closes exactly that run, and one by one where close_range() is
+ * refused (an older kernel, a seccomp filter).
+ */
+void close_fd_list(const int *fds, unsigned n);
+
 /* The last component of a path ("cat" of "/usr/bin/cat"). */
 const char *path_base_name(const char *path);
 

@@ -190,6 +190,9 @@ int sandbox_child_apply(const struct child_filters *f, bool network)
 /* What the listener's loop and glibc under it use. */
 static const char *const listener_allowed[] = {
 	"read", "write", "readv", "writev", "close", "fcntl", "lseek",
+	/* close() of a run of fds at once (common/util.c): no power close()
+	 * and fcntl() have not. */
+	"close_range",
 	"fstat", "newfstatat", "fstatat64", "statx",
 	"epoll_wait", "epoll_pwait", "epoll_pwait2", "epoll_ctl",
 	"accept4", "recvmsg", "sendmsg", "recvfrom", "sendto", "getsockopt",

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "util.h"
 
 struct outq_item {
 	struct outq_item *next;
@@ -32,12 +33,6 @@ static void account(struct outq *q, size_t added, size_t removed)
 		*q->total = *q->total + added - removed;
 }
 
-static void close_all(int *fds, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		close(fds[i]);
-}
-
 int outq_push(struct outq *q, const ProtobufCMessage *msg, const int *fds,
 	      unsigned nfds)
 {
@@ -48,7 +43,7 @@ int outq_push(struct outq *q, const ProtobufCMessage *msg, const int *fds,
 	if (!it || (nfds && !copy)) {
 		free(it);
 		free(copy);
-		close_all((int *)fds, nfds);
+		close_fd_list(fds, nfds);
 		return -ENOMEM;
 	}
 	if (nfds)
@@ -72,7 +67,7 @@ static void drop_head(struct outq *q)
 	if (!q->head)
 		q->tail = NULL;
 	account(q, 0, it->len - it->off);
-	close_all(it->fds, it->nfds);
+	close_fd_list(it->fds, it->nfds);
 	free(it->fds);
 	free(it);
 }

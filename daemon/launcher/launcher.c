@@ -395,8 +395,7 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 	report_spawned(L, s->job, err ? 0 : pid, err, step,
 		       s->command || err ? 0 : command_below(L, (pid_t)s->caller_pid));
 	spawn_args_free(&a);
-	for (unsigned i = 0; i < nfds; i++)
-		close(fds[i]);
+	close_fd_list(fds, nfds);
 }
 
 /* Tell the listener which file the audit log is (AuditLogAt). */
