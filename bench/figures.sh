@@ -11,6 +11,18 @@ die() { printf '%s: %s\n' "$upstream_prog" "$*" >&2; exit 1; }
 skip() { printf '%s: skipped: %s\n' "$upstream_prog" "$*" >&2; exit 77; }
 need() { [ "$2" -ge 2 ] || die "$1 needs a value"; }
 
+# scratch_work NAME: $work made absolute, and made: a new temporary
+# directory when it is empty, then also in $tmp_work for the EXIT trap
+# to remove.
+scratch_work() {
+	if [ -z "$work" ]; then
+		tmp_work=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+		work=$tmp_work
+	fi
+	mkdir -p "$work" || die "cannot make the scratch directory $work"
+	work=$(cd "$work" && pwd)
+}
+
 # The median of the numbers on stdin, one a line; fails when there are none.
 median() { LC_ALL=C sort -g | awk 'NF { v[++n] = $1 } END { if (n == 0) exit 1; printf "%.2f\n", n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }'; }
 

@@ -79,12 +79,7 @@ tmp_work=
 cleanup() { [ -z "$tmp_work" ] || rm -rf "$tmp_work"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-if [ -z "$work" ]; then
-	tmp_work=$(mktemp -d "${TMPDIR:-/tmp}/upstream-suites.XXXXXX")
-	work=$tmp_work
-fi
-mkdir -p "$work" || die "cannot make the scratch directory $work"
-work=$(cd "$work" && pwd)
+scratch_work upstream-suites
 
 # fetch and results_diff from run.sh's own library; the runs are run.sh's.
 # shellcheck source=test/upstream/lib.sh

@@ -128,12 +128,7 @@ cleanup() {
 	upstream_cleanup
 	[ -z "$tmp_work" ] || rm -rf "$tmp_work"
 }
-if [ -z "$work" ]; then
-	tmp_work=$(mktemp -d "${TMPDIR:-/tmp}/workloads.XXXXXX")
-	work=$tmp_work
-fi
-mkdir -p "$work" || die "cannot make the scratch directory $work"
-work=$(cd "$work" && pwd)
+scratch_work workloads
 
 # shellcheck source=test/upstream/lib.sh
 . "$repo/test/upstream/lib.sh"

@@ -56,13 +56,7 @@ status() {
 @test "30-status-processes: the supervisor, listener and launcher, as the kernel shows them" {
 	run --separate-stderr status --json
 	[ "$status" -eq 0 ]
-	sup=$(cat "$TR_DIR/daemon.pid")
-	[ "$(jf processes.0.role)" = supervisor ]
-	[ "$(jf processes.0.pid)" = "$sup" ]
-	[ "$(jf processes.1.role)" = listener ]
-	[ "$(jf processes.1.pid)" = "$(pgrep -P "$sup" -x toolrund-listen)" ]
-	[ "$(jf processes.2.role)" = launcher ]
-	[ "$(jf processes.2.pid)" = "$(pgrep -P "$sup" -x toolrund-launch)" ]
+	status_names_daemon "$(cat "$TR_DIR/daemon.pid")"
 	for i in 0 1 2; do
 		pid=$(jf processes.$i.pid)
 		[ "$(jf processes.$i.uid)" = "$(id -u)" ]

@@ -40,3 +40,14 @@ status_counts() {
 	out=$("$TR_CLI" status --json) || return 1
 	[ "$(jf jobs.running "$out")" = "$1" ] && [ "$(jf sessions.open "$out")" = "$2" ]
 }
+
+# status_names_daemon SUP: the `toolrun status --json` in $output names
+# toolrund's three processes in order, with the pids the kernel gives the
+# supervisor SUP and its two children.
+status_names_daemon() {
+	[ "$(jf processes.0.role)" = supervisor ] && [ "$(jf processes.0.pid)" = "$1" ] &&
+		[ "$(jf processes.1.role)" = listener ] &&
+		[ "$(jf processes.1.pid)" = "$(pgrep -P "$1" -x toolrund-listen)" ] &&
+		[ "$(jf processes.2.role)" = launcher ] &&
+		[ "$(jf processes.2.pid)" = "$(pgrep -P "$1" -x toolrund-launch)" ]
+}

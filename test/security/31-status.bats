@@ -39,13 +39,7 @@ status() {
 @test "31-status-processes: each process as nobody, with the capabilities it really holds" {
 	run --separate-stderr status --json
 	[ "$status" -eq 0 ]
-	sup=$(tr_daemon_pid)
-	[ "$(jf processes.0.role)" = supervisor ]
-	[ "$(jf processes.0.pid)" = "$sup" ]
-	[ "$(jf processes.1.role)" = listener ]
-	[ "$(jf processes.1.pid)" = "$(children_named "$sup" toolrund-listen)" ]
-	[ "$(jf processes.2.role)" = launcher ]
-	[ "$(jf processes.2.pid)" = "$(children_named "$sup" toolrund-launch)" ]
+	status_names_daemon "$(tr_daemon_pid)"
 	for i in 0 1 2; do
 		pid=$(jf processes.$i.pid)
 		[ "$(jf processes.$i.uid)" = "$NOBODY_UID" ]
