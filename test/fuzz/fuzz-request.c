@@ -509,6 +509,9 @@ static void handle_payload(const uint8_t *payload, size_t len, unsigned nfds,
 	case TOOLRUN__CLIENT_MESSAGE__MSG_RELOAD:
 		CHECK(m->reload != NULL);
 		break;
+	case TOOLRUN__CLIENT_MESSAGE__MSG_STATUS:
+		CHECK(m->status != NULL);
+		break;
 	case TOOLRUN__CLIENT_MESSAGE__MSG_SESSION_CALL:
 		CHECK(m->session_call != NULL);
 		check_session_call(m->session_call, nfds);
