@@ -9,7 +9,7 @@
 # `toolrun status` reports and the readiness probe's command; and a policy
 # change through the mounted ConfigMap and `toolrun reload`; and the full
 # pod on an audit volume made root's 0777 as a cluster's emptyDir is,
-# refused without its audit-dir init container, toolrund's with it. The agent is reached as docs/kubernetes.md tells a host to
+# refused without its volume-modes init container, toolrund's with it. The agent is reached as docs/kubernetes.md tells a host to
 # reach it with kubectl: an exec as the container's user, through setpriv
 # to uid 1000 in the full pod.
 #
@@ -400,12 +400,12 @@ print("ok")' "$KUBE_DIR/sandboxtemplate.yaml" "$KUBE_DIR/pod-full.yaml" \
 	kube_checks pod-full
 }
 
-# kube_open_volume SUFFIX: the audit volume of pod SUFFIX, made before
-# the play as a cluster makes an emptyDir: root's, 0777, not sticky.
-# Mounted once first, so that podman does not fill it from the image's
-# /var/log/toolrun (1777) at the play.
+# kube_open_volume SUFFIX VOLUME: the volume VOLUME (audit, tmp) of pod
+# SUFFIX, made before the play as a cluster makes an emptyDir: root's,
+# 0777, not sticky. Mounted once first, so that podman does not fill it
+# from the image's directory (1777) at the play.
 kube_open_volume() {
-	local vol="$KUBE_PREFIX-$1-audit" dir
+	local vol="$KUBE_PREFIX-$1-$2" dir
 	podman volume create "$vol" >/dev/null
 	podman run --rm --network none -e LD_PRELOAD= -v "$vol:/mnt" --entrypoint /bin/true \
 		"$KUBE_IMAGE"
@@ -415,22 +415,25 @@ kube_open_volume() {
 	[ "$(stat -c '%u %a' "$dir")" = "0 777" ]
 }
 
-@test "18-kubernetes: pod-full.yaml on an audit volume of mode 0777: refused without the init container, made toolrund's with it" {
+@test "18-kubernetes: pod-full.yaml on volumes of mode 0777: the audit log refused without the init container, made toolrund's with it, /tmp made sticky" {
 	KUBE_MODE=full
-	# Without audit-dir, as a cluster would run the pod before it:
+	# Without volume-modes, as a cluster would run the pod before it:
 	# toolrund refuses the volume, and the probe fails naming it.
-	kube_open_volume bare
+	kube_open_volume bare audit
 	KUBE_NO_INIT=1 kube_play "$KUBE_DIR/pod-full.yaml" pod bare
 	[ "$(podman exec "$KUBE_C" stat -c '%u %a' /var/log/toolrun)" = "0 777" ]
 	run --separate-stderr podman exec "$KUBE_C" toolrun status --require full
-	echo "# without audit-dir: $stderr" >&3
+	echo "# without volume-modes: $stderr" >&3
 	[ "$status" -eq 1 ]
 	[[ $stderr == *"missing audit: audit_log /var/log/toolrun/audit/audit.jsonl is not written"*"/var/log/toolrun is writable by others without the sticky bit (mode 0777): anyone could replace the log"* ]]
 	podman kube down "$BATS_FILE_TMPDIR/$KUBE_POD.yaml" >/dev/null 2>&1 || true
 	podman pod rm -f "$KUBE_POD" >/dev/null 2>&1 || true
 	# The manifest as shipped: the init container makes it toolrund's.
-	kube_open_volume open
+	kube_open_volume open audit
+	kube_open_volume open tmp
 	kube_play "$KUBE_DIR/pod-full.yaml" pod open
+	# /tmp, where the spill files are, sticky as a /tmp is elsewhere.
+	[ "$(podman exec "$KUBE_C" stat -c '%u %a' /tmp)" = "0 1777" ]
 	run --separate-stderr podman exec "$KUBE_C" toolrun status --require full
 	[ "$status" -eq 0 ] || { echo "toolrun status: $status: $output $stderr"; return 1; }
 	run --separate-stderr podman exec "$KUBE_C" toolrun status --json
