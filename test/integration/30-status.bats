@@ -35,11 +35,6 @@ teardown_file() {
 	rm -rf "$TR_WRAP_DIR"
 }
 
-# status ARGS...: `toolrun status ARGS...`.
-status() {
-	"$TR_CLI" status "$@"
-}
-
 @test "30-status-identity: single identity, with the reason toolrund's warning gives" {
 	run --separate-stderr status --json
 	[ "$status" -eq 0 ]

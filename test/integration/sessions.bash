@@ -33,6 +33,11 @@ new_session() {
 	[ "$spid" -gt 1 ]
 }
 
+# status ARGS...: `toolrun status ARGS...`.
+status() {
+	"$TR_CLI" status "$@"
+}
+
 # status_counts JOBS SESSIONS: `toolrun status` counts JOBS running jobs
 # and SESSIONS open sessions (30-status, security 31-status).
 status_counts() {

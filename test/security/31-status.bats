@@ -20,10 +20,6 @@ setup() {
 	file_skipped
 }
 
-status() {
-	"$TR_CLI" status "$@"
-}
-
 @test "31-status-identity: full identity, no reason, toolrund as its user" {
 	run --separate-stderr status --json
 	[ "$status" -eq 0 ]
