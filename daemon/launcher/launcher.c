@@ -27,6 +27,7 @@
 #include "arena.h"
 #include "auditlog.h"
 #include "caps.h"
+#include "direct.h"
 #include "frame.h"
 #include "launch.h"
 #include "launcher.pb-c.h"
@@ -55,6 +56,7 @@ struct launched {
 	ino_t stdin_ino;
 	uid_t uid;          /* whom it runs as (Spawn.uid, gid) */
 	gid_t gid;
+	struct direct_client client; /* answered here (Spawn.answer), or fd -1 */
 	LIST_ENTRY(launched) link; /* in launcher.jobs */
 };
 
@@ -342,17 +344,19 @@ static pid_t launch_spawned(const struct launcher *L, const Toolrun__Launcher__S
 }
 
 /* Keep the started program for the orders that name its job, and for
- * its end. Without the memory to, it is killed: a failed start. */
-static void remember_spawned(struct launcher *L, const Toolrun__Launcher__Spawn *s,
-			     pid_t pid, bool in_fifo, const struct stat *in, int *err,
-			     enum launch_step *step)
+ * its end, with its client if answered here. Without the memory to, it
+ * is killed: a failed start. */
+static struct launched *remember_spawned(struct launcher *L, const Toolrun__Launcher__Spawn *s,
+					 pid_t pid, bool in_fifo, const struct stat *in,
+					 struct direct_client *client, int *err,
+					 enum launch_step *step)
 {
 	struct launched *j = calloc(1, sizeof(*j));
 	if (!j) {
 		kill(-pid, SIGKILL);
 		*err = ENOMEM;
 		*step = LAUNCH_STEP_FORK;
-		return;
+		return NULL;
 	}
 	j->job = s->job;
 	j->pid = pid;
@@ -362,22 +366,32 @@ static void remember_spawned(struct launcher *L, const Toolrun__Launcher__Spawn 
 	j->stdin_ino = in->st_ino;
 	j->uid = (uid_t)s->uid;
 	j->gid = (gid_t)s->gid;
+	j->client = *client;
+	client->fd = -1; /* the job's now */
 	LIST_INSERT_HEAD(&L->jobs, j, link);
+	return j;
 }
 
-/* Spawn: start the program, report how it went (Spawned), and close the
- * order's fds (the child has its copies). */
+/* Spawn: start the program, tell its client if answered here (Started,
+ * or the Exit of a failed start), report to the listener (Spawned), and
+ * close the order's fds (the child has its copies). */
 static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 		  int *fds, unsigned nfds)
 {
+	unsigned nconn = s->answer ? 1 : 0;
+
 	/* The listener validated the request; a malformed order means it is
 	 * broken or subverted, and the launcher will not guess. */
-	if (nfds != s->n_fds + 1)
+	if (nfds != s->n_fds + 1 + nconn)
 		fatal("order with a wrong number of fds", EPROTO);
 
+	struct direct_client client;
+	direct_init(&client, s->answer, nconn ? fds[nfds - 1] : -1);
+	nfds -= nconn;
 	struct stat in = {0};
 	bool in_fifo = stdin_is_fifo(s, fds, &in);
 	struct spawn_args a;
+	struct launched *j = NULL;
 	pid_t pid = -1;
 	int err = 0;
 	enum launch_step step = LAUNCH_STEP_NONE;
@@ -389,11 +403,14 @@ static void spawn(struct launcher *L, const Toolrun__Launcher__Spawn *s,
 		step = LAUNCH_STEP_FORK;
 	}
 	if (pid > 0)
-		remember_spawned(L, s, pid, in_fifo, &in, &err, &step);
-	/* The listener first, which waits for this to tell the client; the
-	 * order's fds after (the child has its copies). */
-	report_spawned(L, s->job, err ? 0 : pid, err, step,
-		       s->command || err ? 0 : command_below(L, (pid_t)s->caller_pid));
+		j = remember_spawned(L, s, pid, in_fifo, &in, &client, &err, &step);
+	uint64_t below = s->command || err ? 0 : command_below(L, (pid_t)s->caller_pid);
+	/* The client first, which waits for this; then the listener. */
+	if (err)
+		direct_not_run(&client, step, err);
+	else
+		direct_started(&j->client, pid, below != 0);
+	report_spawned(L, s->job, err ? 0 : pid, err, step, below);
 	spawn_args_free(&a);
 	close_fd_list(fds, nfds);
 }
@@ -436,6 +453,7 @@ static struct launched *find(struct launcher *L, uint64_t job)
 
 static void forget(struct launched *j)
 {
+	direct_close(&j->client);
 	LIST_REMOVE(j, link);
 	free(j);
 }
@@ -474,7 +492,12 @@ static void kill_job(struct launcher *L, const Toolrun__Launcher__Kill *k)
 	struct launched *j = find(L, k->job);
 	unsigned processes = 0;
 
+	if (j && k->refusal)
+		direct_refuse(&j->client, k->refusal);
 	if (j && k->signo > 0 && k->signo < NSIG) {
+		if (k->timeout_notice[0] && !j->exited &&
+		    direct_timed_out(&j->client, k->timeout_notice) < 0)
+			log_error("job %" PRIu64 ": no memory for its timeout notice", j->job);
 		if (k->whole_tree)
 			processes = kill_tree(j, k->signo, k->spare_leader);
 		else if (!j->exited)
@@ -815,9 +838,13 @@ static void reap(struct launcher *L)
 			e.wait_status = status;
 			e.user_us = timeval_us(&ru.ru_utime);
 			e.system_us = timeval_us(&ru.ru_stime);
+			e.timed_out = j->client.fd >= 0 && j->client.timeout_notice;
 			m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_EXITED;
 			m.exited = &e;
+			/* The listener before the client: when the client,
+			 * told, goes away, its Exited is already there. */
 			send_msg(L, &m, NULL, 0);
+			direct_exited(&j->client, status, &ru);
 		}
 		/* A command's session may outlive its leader (a background
 		 * job still writing): the listener's Release ends it. */
@@ -832,6 +859,7 @@ static void shutdown_all(struct launcher *L)
 {
 	struct launched *j;
 	LIST_FOREACH(j, &L->jobs, link) {
+		direct_close(&j->client);
 		if (j->command)
 			kill_tree(j, SIGKILL, false);
 		if (!j->exited)

@@ -6,13 +6,16 @@
  *   on_accept, conn_admit   who is at the other end, and whether served
  *   conn_read               frames, within the budgets; listener_dispatch_client
  *   conn_start_job          the Request becomes a job (job_start)
- *   conn_client_ops         the job's Started, Output and Exit, queued
+ *   conn_client_ops         the job's Started, Output and Exit, queued; or
+ *                           the connection handed to the launcher, which
+ *                           answers a tool with no shaped stream itself
  *   conn_refuse             Error, then close
  *
  * Process: the listener.
  */
 #include "conn.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -140,6 +143,14 @@ static bool conn_flush(struct conn *c)
 {
 	if (c->dead)
 		return false;
+	/* The launcher writes to it now; nothing is queued here. */
+	if (c->handed_over) {
+		if (c->state != CONN_CLOSING)
+			return true;
+		conn_drop(c);
+		return false;
+	}
+	c->hello_unsent = false;
 	if (c->reply_lost) {
 		conn_drop(c);
 		return false;
@@ -195,6 +206,14 @@ conn_refuse(struct conn *c, Toolrun__ErrorCode code, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	log_warn("client pid %d uid %u: %s", (int)c->pid, (unsigned)c->uid, msg);
+	/* Its frames are the launcher's to write: an Error of ours could cut
+	 * one in two. The launcher sends it. */
+	if (c->handed_over) {
+		if (c->client.job)
+			job_client_refused(c->client.job, code, msg);
+		conn_drop(c);
+		return;
+	}
 	if (c->client.job)
 		job_client_gone(c->client.job);
 	int r = reply_error(&c->out, code, msg);
@@ -314,6 +333,8 @@ static void client_started(struct job_client *jc, pid_t pid, uint32_t timeout_s)
 {
 	struct conn *c = conn_of(jc);
 
+	if (c->handed_over)
+		return;
 	int r = reply_started(&c->out, pid, timeout_s);
 	if (r < 0)
 		conn_reply_lost(c, "Started", r);
@@ -324,6 +345,9 @@ static void client_output(struct job_client *jc, Toolrun__Stream stream,
 			  const uint8_t *p, size_t n)
 {
 	struct conn *c = conn_of(jc);
+
+	if (c->handed_over)
+		return;
 	int r = reply_output(&c->out, stream, p, n);
 	/* The job's next flush ends the connection. */
 	if (r < 0)
@@ -344,10 +368,33 @@ static void client_finished(struct job_client *jc, const struct exit_report *r)
 {
 	struct conn *c = conn_of(jc);
 
-	int e = reply_exit(&c->out, r);
-	if (e < 0)
-		conn_reply_lost(c, "Exit", e);
+	if (!c->handed_over) {
+		int e = reply_exit(&c->out, r);
+		if (e < 0)
+			conn_reply_lost(c, "Exit", e);
+	}
 	conn_close_after_flush(c);
+}
+
+/* Only while the queue holds nothing, or the Hello reply alone: the
+ * launcher's frames must be the next the client reads. */
+static int client_answer_fd(struct job_client *jc, bool *hello_owed, uint32_t *version)
+{
+	struct conn *c = conn_of(jc);
+
+	if (c->dead || c->reply_lost || (c->out.bytes && !c->hello_unsent))
+		return -1;
+	*hello_owed = c->out.bytes > 0;
+	*version = c->version;
+	return fcntl(c->fd, F_DUPFD_CLOEXEC, 3);
+}
+
+static void client_handed_over(struct job_client *jc)
+{
+	struct conn *c = conn_of(jc);
+
+	outq_clear(&c->out); /* the Hello, which the launcher sends */
+	c->handed_over = true;
 }
 
 static const struct job_client_ops conn_client_ops = {
@@ -356,6 +403,8 @@ static const struct job_client_ops conn_client_ops = {
 	.flush = client_flush,
 	.queued = client_queued,
 	.finished = client_finished,
+	.answer_fd = client_answer_fd,
+	.handed_over = client_handed_over,
 };
 
 /* The Request: its fds pass to the job, or are closed if refused. */
@@ -526,6 +575,7 @@ static void conn_hello(struct conn *c, const Toolrun__Hello *h)
 	int r = reply_hello(&c->out, c->version);
 	if (r < 0)
 		conn_reply_lost(c, "Hello", r);
+	c->hello_unsent = r == 0 && c->out.bytes > 0;
 	c->state = CONN_REQUEST;
 	c->reader.max_payload = MAX_REQUEST_FRAME;
 	/* Not flushed here: see conn_read_done(). */
@@ -617,12 +667,25 @@ static void conn_watch_partial_frame(struct conn *c)
 		timer_cancel(c->C->loop, &c->deadline);
 }
 
+/*
+ * The client closed its connection. One the launcher answered may have
+ * read its Exit and gone before the listener read the Exited the launcher
+ * sent first: take that in, so that its job ends as the client saw it,
+ * not as a job whose client is gone.
+ */
+static void conn_client_left(struct conn *c)
+{
+	if (c->handed_over && c->client.job)
+		c->C->read_launcher(c->C->owner);
+	conn_drop(c);
+}
+
 /* Refuse the frame being read, for the reason r gives. */
 static void conn_read_failed(struct conn *c, int r)
 {
 	switch (r) {
 	case FRAME_READ_EOF:
-		conn_drop(c);
+		conn_client_left(c);
 		return;
 	case -EMSGSIZE:
 		conn_refuse(c, TOOLRUN__ERROR_CODE__ERROR_FRAME_TOO_LARGE,

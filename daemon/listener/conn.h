@@ -91,6 +91,12 @@ struct conn {
 	/* Its Hello said request_follows: the Hello reply waits for the
 	 * answer to the next message (conn_read_done). */
 	bool hold_hello;
+	/* The Hello reply is queued and nothing was written since: the
+	 * launcher may send it in our place (answer_fd). */
+	bool hello_unsent;
+	/* The launcher answers this client (launcher.proto: Answer): the
+	 * listener reads from it and writes nothing more. */
+	bool handed_over;
 	LIST_ENTRY(conn) link;  /* in conns.list */
 };
 
@@ -125,6 +131,9 @@ struct conns {
 	/* Ask the launcher for its part of a Status answer (QueryState); the
 	 * answer comes through conns_answer_status. */
 	void (*ask_status)(void *owner);
+	/* Take in what the launcher has sent: a client it answered may go
+	 * away once told, before its Exited is read (conn_client_left). */
+	void (*read_launcher)(void *owner);
 	void *owner;
 };
 

@@ -120,7 +120,8 @@ static void listener_dispatch_launcher(struct listener *L,
 	case TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_EXITED:
 		if (!sessions_on_exited(&L->sessions, m->exited->job, m->exited->wait_status))
 			jobs_on_exited(&L->jobs, m->exited->job, m->exited->wait_status,
-				       m->exited->user_us, m->exited->system_us);
+				       m->exited->user_us, m->exited->system_us,
+				       m->exited->timed_out);
 		break;
 	case TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_PTY_OPENED:
 		sessions_on_pty(&L->sessions, m->pty_opened->job,
@@ -205,6 +206,13 @@ static void on_launcher(struct event_loop *loop, uint32_t events, void *data)
 		listener_dispatch_launcher(L, m, fd, fd2);
 		toolrun__launcher__from_launcher__free_unpacked(m, NULL);
 	}
+}
+
+static void read_launcher(void *owner)
+{
+	struct listener *L = owner;
+
+	on_launcher(&L->loop, EPOLLIN, L);
 }
 
 /* ------------------------------------------------------------------ */
@@ -349,6 +357,7 @@ static int listener_contexts(struct listener *L)
 	L->conns.audit_log = L->audit_log;
 	L->conns.ask_reload = ask_reload;
 	L->conns.ask_status = ask_status;
+	L->conns.read_launcher = read_launcher;
 	L->conns.owner = L;
 	return 0;
 }

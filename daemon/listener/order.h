@@ -71,6 +71,9 @@ struct spawn_order {
 	const struct tool_file *file;    /* the file the policy checked, or NULL */
 	bool controlling_tty;            /* fd 0 is a session's terminal */
 	pid_t caller_pid;                /* who asked (a tool: which command it is in) */
+	/* The launcher answers the client (launcher.proto: Answer); its
+	 * connection is the last of fds. NULL: the listener answers. */
+	const Toolrun__Launcher__Answer *answer;
 };
 
 /* Build a Spawn and send it, if the launcher will take it (order_check):
@@ -87,6 +90,13 @@ enum kill_reach {
 /* KILL_TREE and KILL_BELOW are answered with Killed (jobs_on_killed,
  * sessions_on_killed). */
 void order_kill(struct order_link *o, uint64_t job, int signo, enum kill_reach reach);
+/* A job the launcher answers reached its time limit: SIGKILL to its
+ * group, and notice is what its client reads before the Exit of 124. */
+void order_kill_timed_out(struct order_link *o, uint64_t job, const char *notice);
+/* A job the launcher answers lost its client to a protocol error: SIGKILL
+ * to its group, and the client reads this Error (Kill.refusal). */
+void order_kill_refused(struct order_link *o, uint64_t job, Toolrun__ErrorCode code,
+			const char *message);
 void order_release(struct order_link *o, uint64_t job);
 /* Does a process outside the job still hold its stdin open for writing? */
 void order_check_input(struct order_link *o, uint64_t job);

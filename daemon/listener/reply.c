@@ -12,28 +12,18 @@ static int push(struct outq *q, Toolrun__ServerMessage *m)
 
 int reply_hello(struct outq *q, uint32_t version)
 {
-	Toolrun__Hello h = TOOLRUN__HELLO__INIT;
-	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
+	struct answer a;
 
-	h.protocol_version = version;
-	h.software = (char *)"toolrund " TOOLRUN_VERSION;
-	m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_HELLO;
-	m.hello = &h;
-	return push(q, &m);
+	answer_hello(&a, version);
+	return push(q, &a.msg);
 }
 
 int reply_started(struct outq *q, pid_t pid, uint32_t timeout_s)
 {
-	Toolrun__Started s = TOOLRUN__STARTED__INIT;
-	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
-	uint64_t ms = (uint64_t)timeout_s * 1000;
+	struct answer a;
 
-	s.pid = pid;
-	/* The config allows a week at most; the clamp is for the field. */
-	s.timeout_ms = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
-	m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_STARTED;
-	m.started = &s;
-	return push(q, &m);
+	answer_started(&a, pid, timeout_s);
+	return push(q, &a.msg);
 }
 
 int reply_output(struct outq *q, Toolrun__Stream stream, const uint8_t *p,
@@ -58,57 +48,12 @@ int reply_output(struct outq *q, Toolrun__Stream stream, const uint8_t *p,
 	return 0;
 }
 
-static void fill_stats(Toolrun__StreamStats *s, const struct exit_report *r, int i)
-{
-	const struct shape_stats *st = &r->stats[i];
-
-	s->shaped = r->shaped[i];
-	if (!s->shaped)
-		return;
-	s->bytes_seen = st->bytes_seen;
-	s->lines_seen = st->lines_seen;
-	s->bytes_dropped = st->bytes_dropped;
-	s->lines_dropped = st->lines_dropped;
-	s->spill_path = (char *)(r->spill_path[i] ? r->spill_path[i] : "");
-	s->spill_partial = r->spill_partial[i];
-}
-
-void reply_fill_exit(Toolrun__Exit *e, Toolrun__StreamStats *out, Toolrun__StreamStats *err,
-		     const struct exit_report *r)
-{
-	toolrun__exit__init(e);
-	toolrun__stream_stats__init(out);
-	toolrun__stream_stats__init(err);
-	if (r->signaled) {
-		e->status_case = TOOLRUN__EXIT__STATUS_SIGNAL;
-		e->signal = r->signal;
-		e->core_dumped = r->core_dumped;
-	} else {
-		e->status_case = TOOLRUN__EXIT__STATUS_CODE;
-		e->code = r->code;
-	}
-	e->timed_out = r->timed_out;
-	fill_stats(out, r, 0);
-	fill_stats(err, r, 1);
-	e->stdout_stats = out;
-	e->stderr_stats = err;
-	e->duration_us = r->duration_us;
-	e->user_us = r->user_us;
-	e->system_us = r->system_us;
-	e->exec_errno = r->exec_errno;
-	e->reason = (char *)(r->reason ? r->reason : "");
-}
-
 int reply_exit(struct outq *q, const struct exit_report *r)
 {
-	Toolrun__Exit e;
-	Toolrun__StreamStats out, err;
-	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
+	struct answer a;
 
-	reply_fill_exit(&e, &out, &err, r);
-	m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_EXIT;
-	m.exit = &e;
-	return push(q, &m);
+	answer_exit(&a, r);
+	return push(q, &a.msg);
 }
 
 int reply_session(struct outq *q, const Toolrun__SessionReply *r)

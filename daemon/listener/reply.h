@@ -12,27 +12,13 @@
 
 #include "outq.h"
 #include "util.h"
+#include "answer.h"
 #include "shape.h"
 #include "toolrun.pb-c.h"
 
 /* Output messages carry at most this much (see toolrun.proto). */
 #define REPLY_OUTPUT_MAX (64 * 1024)
 
-struct exit_report {
-	bool signaled;
-	int code;            /* exit code, when !signaled */
-	int signal;          /* when signaled */
-	bool core_dumped;
-	bool timed_out;
-	int exec_errno;
-	const char *reason;  /* NULL unless the program never ran */
-	bool shaped[2];      /* stdout, stderr */
-	struct shape_stats stats[2];
-	const char *spill_path[2];  /* where the whole stream is kept, or NULL */
-	bool spill_partial[2];
-	uint64_t duration_us;
-	uint64_t user_us, system_us; /* the program's CPU time (Exit) */
-};
 
 /* version: the protocol version the client spoke in its Hello. */
 MUST_CHECK int reply_hello(struct outq *q, uint32_t version);
@@ -41,10 +27,6 @@ MUST_CHECK int reply_started(struct outq *q, pid_t pid, uint32_t timeout_s);
 MUST_CHECK int reply_output(struct outq *q, Toolrun__Stream stream, const uint8_t *p,
 		 size_t n);
 MUST_CHECK int reply_exit(struct outq *q, const struct exit_report *r);
-/* An Exit message for r, in e, with its counters in out and err (which
- * e points to; r's strings too). */
-void reply_fill_exit(Toolrun__Exit *e, Toolrun__StreamStats *out, Toolrun__StreamStats *err,
-		     const struct exit_report *r);
 MUST_CHECK int reply_session(struct outq *q, const Toolrun__SessionReply *r);
 MUST_CHECK int reply_error(struct outq *q, Toolrun__ErrorCode code, const char *message);
 MUST_CHECK int reply_pong(struct outq *q, const Toolrun__Pong *pong);

@@ -19,7 +19,17 @@ wait
 EOF
 	chmod +x "$TRAP_TERM"
 	export TRAP_TERM
-	tr_start "tools = $TRAP_TERM" "[tool.tail]" "timeout = 1" \
+	# A program that says it runs, then ends with 7 once told to.
+	WAIT_GO="$BATS_FILE_TMPDIR/wait-go"
+	cat >"$WAIT_GO" <<'EOF'
+#!/bin/bash
+echo ready >"$1"
+until [ -e "$2" ]; do sleep 0.05; done
+exit 7
+EOF
+	chmod +x "$WAIT_GO"
+	export WAIT_GO
+	tr_start "tools = $TRAP_TERM $WAIT_GO" "[tool.tail]" "timeout = 1" \
 		"[tool.cat]" "max_bytes = 0" "max_lines = 0"
 }
 
@@ -104,6 +114,33 @@ serves_again() {
 	[ "$(cat "$TR_DIR/status")" = 124 ]
 	[ "$(cat "$TR_DIR/stderr")" = "toolrun: tail: toolrund did not end the job within its timeout (1 s) + 5 s and does not answer; giving up" ]
 	((elapsed < 30))
+	serves_again
+}
+
+@test "23-stuck-answered: a tool's end reaches its caller while the listener is stopped" {
+	# Its streams are not the agent's, so not shaped: the launcher tells
+	# the caller Started and Exit itself (launcher.proto: Answer), and a
+	# stopped or busy listener holds up no running tool's caller.
+	rm -f "$TR_DIR/go-ready" "$TR_DIR/go" "$TR_DIR/status" "$TR_DIR/stderr"
+	"$TR_BASH" "$WAIT_GO $TR_DIR/go-ready $TR_DIR/go >/dev/null 2>$TR_DIR/stderr; echo \$? >$TR_DIR/status" \
+		>"$TR_DIR/agent-out" 2>&1 &
+	caller=$!
+	wait_for 60 test -s "$TR_DIR/go-ready"
+	before=$(tr_job_count)
+	tr_stop_listener
+	touch "$TR_DIR/go"
+	wait_for 60 test -s "$TR_DIR/status"
+	# Told while the listener was still stopped.
+	[ "$(awk '{print $3}' "/proc/$(cat "$TR_DIR/stopped")/stat")" = T ]
+	[ "$(cat "$TR_DIR/status")" = 7 ]
+	[ ! -s "$TR_DIR/stderr" ]
+	wait "$caller"
+	# Running again, the listener logs and audits the job as its caller
+	# saw it end.
+	tr_resume_listener
+	wait_for 60 test "$(tr_job_count)" -gt "$before"
+	jobs_since "$before" | grep -q "tool=$WAIT_GO .* exit=7 "
+	"$TR_CLI" audit verify
 	serves_again
 }
 

@@ -63,6 +63,7 @@ struct job {
 	bool joined;
 	pid_t pid;
 	bool spawned;
+	bool answered;          /* the launcher answers its client (Spawn.answer) */
 	bool exited;
 	bool timed_out;
 	bool checking_input;    /* CheckInput sent on timeout, not answered */
@@ -89,6 +90,10 @@ struct job *job_find(struct jobs *J, uint64_t id);
 void job_not_run(struct job *j, int code, int exec_errno, const char *reason);
 /* (Re)arm the job's one timer: its timeout, or a look at its input. */
 void job_arm_timeout(struct job *j, int64_t ms);
+/* A tool's time limit when it runs below an agent command, a session or
+ * a harness's program, whose own time bounds it then: its section's
+ * timeout, or 0 (none). */
+uint32_t job_timeout_below_command(const struct job *j);
 
 /* output.c: a job's output streams, from the pipe to Output and spill */
 int output_open(struct job *j, int i, Toolrun__Stream stream, int *write_end);

@@ -53,10 +53,19 @@ static void send_kill(struct job *j, int signo)
 	order_kill(j->J->orders, j->id, signo, KILL_GROUP);
 }
 
+static int timeout_notice(const struct job *j, char *buf, size_t len);
+
 static void end_job(struct job *j)
 {
 	if (j->attached)
 		return;
+	/* Its client hears of the time limit from the launcher. */
+	if (j->answered && j->timed_out) {
+		char notice[512];
+		timeout_notice(j, notice, sizeof(notice));
+		order_kill_timed_out(j->J->orders, j->id, notice);
+		return;
+	}
 	order_kill(j->J->orders, j->id, SIGKILL, j->command ? KILL_TREE : KILL_GROUP);
 }
 
@@ -202,8 +211,12 @@ static void job_report(struct job *j, struct exit_report *r)
 	for (int i = 0; i < 2; i++) {
 		const struct job_stream *s = &j->out[i];
 		r->shaped[i] = s->shaped;
-		if (s->shaped && !(i == 1 && j->joined))
-			shaper_stats(&s->shaper, &r->stats[i]);
+		if (s->shaped && !(i == 1 && j->joined)) {
+			struct shape_stats st;
+			shaper_stats(&s->shaper, &st);
+			r->stats[i] = (struct exit_stream){st.bytes_seen, st.lines_seen,
+							   st.bytes_dropped, st.lines_dropped};
+		}
 		r->spill_path[i] = s->spill.path[0] ? s->spill.path : NULL;
 		r->spill_partial[i] = s->spill.partial;
 	}
@@ -245,28 +258,27 @@ static int command_timeout_notice(const struct job *j, char *buf, size_t len)
 			j->limits.timeout_s, others);
 }
 
+/* The line a job that timed out ends with, on its stderr. */
+static int timeout_notice(const struct job *j, char *buf, size_t len)
+{
+	if (j->command)
+		return command_timeout_notice(j, buf, len);
+	return snprintf(buf, len, "toolrun: %s: timed out after %u s\n", j->name,
+			j->limits.timeout_s);
+}
+
 static void job_finish(struct job *j)
 {
 	struct exit_report r = {0};
 
-	if (j->timed_out) {
+	/* A client the launcher answers was told by the launcher. */
+	if (j->timed_out && j->client && !j->answered) {
 		char notice[512];
-		int n = j->command ? command_timeout_notice(j, notice, sizeof(notice))
-				   : snprintf(notice, sizeof(notice),
-					      "toolrun: %s: timed out after %u s\n", j->name,
-					      j->limits.timeout_s);
-		if (j->client)
-			j->client->ops->output(j->client, TOOLRUN__STREAM__STREAM_STDERR,
-					       (const uint8_t *)notice, (size_t)n);
-		r.code = 124;
-		r.timed_out = true;
-	} else if (WIFSIGNALED(j->wait_status)) {
-		r.signaled = true;
-		r.signal = WTERMSIG(j->wait_status);
-		r.core_dumped = WCOREDUMP(j->wait_status);
-	} else {
-		r.code = WEXITSTATUS(j->wait_status);
+		int n = timeout_notice(j, notice, sizeof(notice));
+		j->client->ops->output(j->client, TOOLRUN__STREAM__STREAM_STDERR,
+				       (const uint8_t *)notice, (size_t)n);
 	}
+	answer_wait_status(&r, j->wait_status, j->timed_out);
 	r.duration_us = j->end_us - j->start_us;
 	r.user_us = j->cpu_user_us;
 	r.system_us = j->cpu_system_us;
@@ -388,13 +400,18 @@ void jobs_on_killed(struct jobs *J, uint64_t id, unsigned processes)
  * 30 s. Below a harness's direct program (Request.below_harness), the
  * harness's own time bounds it, as run directly.
  */
+uint32_t job_timeout_below_command(const struct job *j)
+{
+	return j->limits.from_section & LIMIT_SET_TIMEOUT ? j->limits.timeout_s : 0;
+}
+
 static void follow_command_timeout(struct job *j)
 {
-	if (j->command || !(j->command_job || j->below_harness) ||
-	    (j->limits.from_section & LIMIT_SET_TIMEOUT))
+	if (j->command || !(j->command_job || j->below_harness))
 		return;
-	j->limits.timeout_s = 0;
-	timer_cancel(j->J->loop, &j->timeout);
+	j->limits.timeout_s = job_timeout_below_command(j);
+	if (!j->limits.timeout_s)
+		timer_cancel(j->J->loop, &j->timeout);
 }
 
 void jobs_on_spawned(struct jobs *J, uint64_t id, pid_t pid, int err, unsigned step,
@@ -407,27 +424,19 @@ void jobs_on_spawned(struct jobs *J, uint64_t id, pid_t pid, int err, unsigned s
 		return;
 	j->command_job = command_job;
 	if (err) {
-		int code = 1, exec_errno = 0;
-		if (step == LAUNCH_STEP_EXEC) {
-			exec_errno = err;
-			code = err == ENOENT ? 127 : 126;
-			snprintf(reason, sizeof(reason), "%s",
-				 err == ENOENT ? "command not found" : errno_text(err));
-		} else {
-			snprintf(reason, sizeof(reason), "toolrund failed to %s: %s",
-				 launch_step_name((enum launch_step)step), errno_text(err));
-		}
+		struct exit_report r = {0};
+		answer_not_run(&r, (enum launch_step)step, err, reason, sizeof(reason));
 		j->exited = true;
 		output_close(&j->out[0]);
 		output_close(&j->out[1]);
-		job_not_run(j, code, exec_errno, reason);
+		job_not_run(j, r.code, r.exec_errno, reason);
 		return;
 	}
 	j->pid = pid;
 	j->spawned = true;
 	j->start_us = monotonic_us();
 	follow_command_timeout(j);
-	if (j->client)
+	if (j->client && !j->answered)
 		j->client->ops->started(j->client, pid, j->limits.timeout_s);
 	if (j->client_gone || j->timed_out) {
 		end_job(j);
@@ -439,12 +448,16 @@ void jobs_on_spawned(struct jobs *J, uint64_t id, pid_t pid, int err, unsigned s
 }
 
 void jobs_on_exited(struct jobs *J, uint64_t id, int wait_status, uint64_t user_us,
-		    uint64_t system_us)
+		    uint64_t system_us, bool timed_out)
 {
 	struct job *j = job_find(J, id);
 
 	if (!j)
 		return;
+	/* What the launcher told the client decides: the program may have
+	 * ended by itself just before its Kill at the time limit. */
+	if (j->answered)
+		j->timed_out = timed_out;
 	j->exited = true;
 	j->wait_status = wait_status;
 	j->cpu_user_us = user_us;
@@ -496,6 +509,14 @@ void job_client_gone(struct job *j)
 		end_job(j);
 	else if (j->exited)
 		job_maybe_finish(j);
+}
+
+void job_client_refused(struct job *j, Toolrun__ErrorCode code, const char *message)
+{
+	/* Its client hears why from the launcher, which writes to it. */
+	if (j->answered)
+		order_kill_refused(j->J->orders, j->id, code, message);
+	job_client_gone(j);
 }
 
 void job_attached_ended(struct job *j, int wait_status, bool by_shell)

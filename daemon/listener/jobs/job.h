@@ -63,6 +63,15 @@ struct job_client_ops {
 	size_t (*queued)(const struct job_client *c);
 	/* The job's end; the job forgets the client after this. */
 	void (*finished)(struct job_client *c, const struct exit_report *r);
+	/* For a tool whose streams are not shaped, the launcher may answer
+	 * the client itself (launcher.proto: Answer): a copy of the client's
+	 * connection, and whether its Hello is still owed (in what version);
+	 * -1 when the connection cannot be handed over. Nothing changes
+	 * until handed_over. NULL: never (a session's command). */
+	int (*answer_fd)(struct job_client *c, bool *hello_owed, uint32_t *version);
+	/* The Spawn with that copy is on its way: from now on the launcher
+	 * writes to the client, and the other calls above write nothing. */
+	void (*handed_over)(struct job_client *c);
 };
 
 struct job_client {
@@ -119,6 +128,9 @@ void job_signal(struct job *j, int signo);
 void job_reader_gone(struct job *j, Toolrun__Stream stream);
 /* The client has gone: end the program, drain its output. */
 void job_client_gone(struct job *j);
+/* The client broke the protocol: the job ends as for a client gone, and
+ * a client the launcher answers reads why (code, message) from it. */
+void job_client_refused(struct job *j, Toolrun__ErrorCode code, const char *message);
 /* The client's queue drained: read the paused streams again. */
 void job_resume_output(struct job *j);
 
@@ -130,9 +142,11 @@ void jobs_on_spawned(struct jobs *J, uint64_t id, pid_t pid, int err, unsigned s
 /* A Kill that reached a command's whole tree: how many processes below
  * its first one it signalled (launcher.proto: Killed). */
 void jobs_on_killed(struct jobs *J, uint64_t id, unsigned processes);
-/* user_us, system_us: the program's CPU time (launcher.proto: Exited). */
+/* user_us, system_us: the program's CPU time; timed_out: its client,
+ * answered by the launcher, was told it timed out (launcher.proto:
+ * Exited). */
 void jobs_on_exited(struct jobs *J, uint64_t id, int wait_status, uint64_t user_us,
-		    uint64_t system_us);
+		    uint64_t system_us, bool timed_out);
 void jobs_on_input_state(struct jobs *J, uint64_t id, bool producer_running);
 /* The answer to OpenSpill: fd >= 0, or the reason. */
 void jobs_on_spill_opened(struct jobs *J, uint64_t id, unsigned stream, int fd,

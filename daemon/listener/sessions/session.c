@@ -191,8 +191,7 @@ static void reply_error_to(struct session_peer *p, const char *id, Toolrun__Erro
 static void answer_to(struct session *s, struct session_peer *p)
 {
 	Toolrun__SessionReply r = TOOLRUN__SESSION_REPLY__INIT;
-	Toolrun__Exit e;
-	Toolrun__StreamStats out, err;
+	struct answer a;
 	size_t taken[2];
 
 	if (current_job(s))
@@ -206,8 +205,8 @@ static void answer_to(struct session *s, struct session_peer *p)
 	r.message = s->phase == SESSION_ENDED ? s->end_reason : "";
 	bool tell_exit = s->done_unread && !current_job(s);
 	if (tell_exit) {
-		reply_fill_exit(&e, &out, &err, &s->last.r);
-		r.exit = &e;
+		answer_exit(&a, &s->last.r);
+		r.exit = &a.exit;
 	}
 	p->ops->reply(p, &r);
 	drop_taken(s, taken);
