@@ -2,7 +2,8 @@
  * The launcher driven over its socketpair, as the listener drives it:
  * Spawn, CheckInput, Kill of a command's whole tree (what left its
  * session included), Release of an agent command whose leader is gone,
- * and OpenSpill with its fd.
+ * OpenSpill with its fd, and a Spawn whose client the launcher answers
+ * (Spawn.answer): what that client reads, in order.
  *
  * The program it runs is this test itself in helper mode: it starts a
  * child in a process group of its own (a shell's background job), prints
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +32,7 @@
 
 #include "config.h"
 #include "frame.h"
+#include "toolrun.pb-c.h"
 #include "launcher.h"
 #include "launcher.pb-c.h"
 #include "outq.h"
@@ -66,6 +69,12 @@ static NORETURN void escape(void)
 
 static NORETURN void helper(const char *then)
 {
+	/* A tool on its own: ends at once with 7, or waits to be killed. */
+	if (strcmp(then, "code7") == 0)
+		_exit(7);
+	if (strcmp(then, "pause") == 0)
+		for (;;)
+			pause();
 	if (strcmp(then, "escape") == 0)
 		escape();
 	pid_t pid = fork();
@@ -293,6 +302,216 @@ static int expect_exited(struct env *e, uint64_t job)
 	return status;
 }
 
+/* ───────────────────────── an answered client ───────────────────────── */
+
+/* Run the helper (then: code7, pause) as job `job`, or, with no `then`,
+ * a path that does not exist; the launcher answers the client, whose end
+ * of the connection *client gets. Returns the Spawned report. */
+static Toolrun__Launcher__FromLauncher *spawn_answered(struct env *e, uint64_t job,
+						       const char *then, int *client)
+{
+	Toolrun__Launcher__Spawn s = TOOLRUN__LAUNCHER__SPAWN__INIT;
+	Toolrun__Launcher__Answer a = TOOLRUN__LAUNCHER__ANSWER__INIT;
+	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
+	const char *path = then ? e->self : "/nonexistent/toolrun-test";
+	ProtobufCBinaryData argv[3] = {BIN((char *)path), BIN("helper"),
+				       BIN((char *)(then ? then : "-"))};
+	int conn[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, conn), 0);
+	int cwd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(cwd >= 0);
+	int fds[2] = {cwd, conn[1]};
+
+	a.hello = true;
+	a.version = TOOLRUN__VERSION__VERSION_1;
+	a.timeout_s = 30;
+	a.timeout_below_command_s = 0;
+	s.job = job;
+	s.executable = BIN((char *)path);
+	s.n_argv = 3;
+	s.argv = argv;
+	s.tool = "helper";
+	s.answer = &a;
+	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_SPAWN;
+	m.spawn = &s;
+	send_order(e, &m, fds, 2);
+	close(cwd);
+	close(conn[1]);
+	*client = conn[0];
+	Toolrun__Launcher__FromLauncher *r = expect(e, TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_SPAWNED);
+	assert_int_equal(r->spawned->job, job);
+	return r;
+}
+
+/* Kill the job with SIGKILL, saying it timed out (notice) or refusing its
+ * client (refusal). */
+static void kill_with(struct env *e, uint64_t job, const char *notice,
+		      Toolrun__Error *refusal)
+{
+	Toolrun__Launcher__Kill k = TOOLRUN__LAUNCHER__KILL__INIT;
+	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
+
+	k.job = job;
+	k.signo = SIGKILL;
+	if (notice)
+		k.timeout_notice = (char *)notice;
+	k.refusal = refusal;
+	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_KILL;
+	m.kill = &k;
+	send_order(e, &m, NULL, 0);
+}
+
+/* The client whose frames client_expect reads, or -1. */
+static int reading = -1;
+
+/* The next message the client reads, of the kind given. */
+static Toolrun__ServerMessage *client_expect(int fd, Toolrun__ServerMessage__MsgCase c)
+{
+	static uint8_t ra[FRAME_HEADER_SIZE + 64 * 1024];
+	static struct frame_reader r;
+	int res;
+
+	/* A new client, a new reader (what it read ahead is its own). */
+	if (fd != reading) {
+		r = (struct frame_reader){.max_payload = 64 * 1024, .ra = ra,
+					  .ra_cap = sizeof(ra)};
+		reading = fd;
+	}
+	for (;;) {
+		res = frame_reader_read(&r, fd);
+		if (res != FRAME_READ_AGAIN)
+			break;
+		struct pollfd p = {fd, POLLIN, 0};
+		assert_int_equal(poll(&p, 1, 60 * 1000), 1);
+	}
+	assert_int_equal(res, FRAME_READ_READY);
+	Toolrun__ServerMessage *m = toolrun__server_message__unpack(NULL, r.h.length, r.payload);
+	frame_reader_next(&r);
+	assert_non_null(m);
+	assert_int_equal(m->msg_case, c);
+	return m;
+}
+
+static void client_expect_hello(int fd)
+{
+	Toolrun__ServerMessage *m = client_expect(fd, TOOLRUN__SERVER_MESSAGE__MSG_HELLO);
+	assert_int_equal(m->hello->protocol_version, TOOLRUN__VERSION__VERSION_1);
+	assert_string_equal(m->hello->software, "toolrund " TOOLRUN_VERSION);
+	toolrun__server_message__free_unpacked(m, NULL);
+}
+
+static void client_expect_started(int fd, pid_t pid)
+{
+	Toolrun__ServerMessage *m = client_expect(fd, TOOLRUN__SERVER_MESSAGE__MSG_STARTED);
+	assert_int_equal(m->started->pid, pid);
+	assert_int_equal(m->started->timeout_ms, 30000);
+	toolrun__server_message__free_unpacked(m, NULL);
+}
+
+/* Nothing after what was read: the launcher let the connection go. */
+static void client_expect_end(int fd)
+{
+	expect_eof_soon(fd);
+	close(fd);
+	reading = -1;
+}
+
+/* Exit with this code (not a signal), errno, reason and timeout flag;
+ * then nothing: the launcher let the connection go. */
+static void client_expect_exit(int fd, int code, int exec_errno, const char *reason,
+			       bool timed_out)
+{
+	Toolrun__ServerMessage *m = client_expect(fd, TOOLRUN__SERVER_MESSAGE__MSG_EXIT);
+	assert_int_equal(m->exit->status_case, TOOLRUN__EXIT__STATUS_CODE);
+	assert_int_equal(m->exit->code, code);
+	assert_int_equal(m->exit->exec_errno, exec_errno);
+	assert_string_equal(m->exit->reason, reason);
+	assert_int_equal(m->exit->timed_out, timed_out);
+	toolrun__server_message__free_unpacked(m, NULL);
+	client_expect_end(fd);
+}
+
+
+static void test_answered_client_reads_hello_started_exit(void **state)
+{
+	struct env *e = *state;
+	int client;
+	Toolrun__Launcher__FromLauncher *r = spawn_answered(e, 21, "code7", &client);
+	pid_t pid = r->spawned->pid;
+	assert_int_equal(r->spawned->error, 0);
+	assert_true(pid > 0);
+	toolrun__launcher__from_launcher__free_unpacked(r, NULL);
+
+	client_expect_hello(client);
+	client_expect_started(client, pid);
+	/* The listener hears of the end before the client does. */
+	int status = expect_exited(e, 21);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+	client_expect_exit(client, 7, 0, "", false);
+}
+
+static void test_answered_client_of_a_failed_start_reads_why(void **state)
+{
+	struct env *e = *state;
+	int client;
+	Toolrun__Launcher__FromLauncher *r = spawn_answered(e, 22, NULL, &client);
+	assert_int_equal(r->spawned->pid, 0);
+	assert_int_equal(r->spawned->error, ENOENT);
+	toolrun__launcher__from_launcher__free_unpacked(r, NULL);
+
+	client_expect_hello(client);
+	client_expect_exit(client, 127, ENOENT, "command not found", false);
+}
+
+static void test_answered_client_reads_the_time_limit(void **state)
+{
+	struct env *e = *state;
+	int client;
+	const char *notice = "toolrun: helper: timed out after 30 s\n";
+	Toolrun__Launcher__FromLauncher *r = spawn_answered(e, 23, "pause", &client);
+	pid_t pid = r->spawned->pid;
+	toolrun__launcher__from_launcher__free_unpacked(r, NULL);
+
+	client_expect_hello(client);
+	client_expect_started(client, pid);
+	kill_with(e, 23, notice, NULL);
+	r = expect(e, TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_EXITED);
+	assert_true(WIFSIGNALED(r->exited->wait_status));
+	assert_true(r->exited->timed_out);
+	toolrun__launcher__from_launcher__free_unpacked(r, NULL);
+	Toolrun__ServerMessage *m = client_expect(client, TOOLRUN__SERVER_MESSAGE__MSG_OUTPUT);
+	assert_int_equal(m->output->stream, TOOLRUN__STREAM__STREAM_STDERR);
+	assert_int_equal(m->output->data.len, strlen(notice));
+	assert_memory_equal(m->output->data.data, notice, strlen(notice));
+	toolrun__server_message__free_unpacked(m, NULL);
+	client_expect_exit(client, 124, 0, "", true);
+}
+
+static void test_answered_client_refused_reads_the_error(void **state)
+{
+	struct env *e = *state;
+	int client;
+	Toolrun__Error refusal = TOOLRUN__ERROR__INIT;
+	Toolrun__Launcher__FromLauncher *r = spawn_answered(e, 24, "pause", &client);
+	pid_t pid = r->spawned->pid;
+	toolrun__launcher__from_launcher__free_unpacked(r, NULL);
+
+	client_expect_hello(client);
+	client_expect_started(client, pid);
+	refusal.code = TOOLRUN__ERROR_CODE__ERROR_TIMEOUT;
+	refusal.message = "a frame begun 10 s ago is still incomplete";
+	kill_with(e, 24, NULL, &refusal);
+	Toolrun__ServerMessage *m = client_expect(client, TOOLRUN__SERVER_MESSAGE__MSG_ERROR);
+	assert_int_equal(m->error->code, TOOLRUN__ERROR_CODE__ERROR_TIMEOUT);
+	assert_string_equal(m->error->message, refusal.message);
+	toolrun__server_message__free_unpacked(m, NULL);
+	/* No Exit follows: the connection is let go at once. */
+	client_expect_end(client);
+	int status = expect_exited(e, 24);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
 static char self_path[PATH_MAX];
 
 static int setup(void **state)
@@ -495,6 +714,10 @@ int main(int argc, char **argv)
 		T(test_a_command_that_ended_leaves_its_background_running),
 		T(test_kill_tree_reaches_what_left_the_session),
 		T(test_open_spill_hands_over_the_file),
+		T(test_answered_client_reads_hello_started_exit),
+		T(test_answered_client_of_a_failed_start_reads_why),
+		T(test_answered_client_reads_the_time_limit),
+		T(test_answered_client_refused_reads_the_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
