@@ -20,17 +20,22 @@
 # given. A call that fails ends the run with status 1.
 set -euo pipefail
 
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(dirname "$here")
+upstream_prog=busy-listener.sh
+# shellcheck source=bench/figures.sh
+. "$here/figures.sh"
+
 build=build
 rounds=5
 calls=200
 out=
-die() { echo "busy-listener.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
-	--build) build=$2; shift 2 ;;
-	--rounds) rounds=$2; shift 2 ;;
-	--calls) calls=$2; shift 2 ;;
-	--out) out=$2; shift 2 ;;
+	--build) need "$1" $#; build=$2; shift 2 ;;
+	--rounds) need "$1" $#; rounds=$2; shift 2 ;;
+	--calls) need "$1" $#; calls=$2; shift 2 ;;
+	--out) need "$1" $#; out=$2; shift 2 ;;
 	*) die "unknown option $1 (see the comment at the top)" ;;
 	esac
 done
@@ -131,10 +136,11 @@ for ((r = 0; r < rounds; r++)); do
 		samples[$way]+="$(round "$way") "
 	done
 done
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-d=$(median "${samples[direct]}")
-i=$(median "${samples[idle]}")
-b=$(median "${samples[busy]}")
+# median_us WAY: the median of its samples, in whole microseconds.
+median_us() { tr ' ' '\n' <<<"${samples[$1]}" | median | awk '{printf "%.0f", $1}'; }
+d=$(median_us direct)
+i=$(median_us idle)
+b=$(median_us busy)
 busy_ratio=$(awk -v b="$b" -v i="$i" 'BEGIN {printf "%.3f", b / i}')
 idle_ratio=$(awk -v i="$i" -v d="$d" 'BEGIN {printf "%.3f", i / d}')
 when=$(date -u '+%Y-%m-%d %H:%M UTC')

@@ -33,6 +33,27 @@ void answer_started(struct answer *a, pid_t pid, uint32_t timeout_s)
 	a->msg.started = &a->started;
 }
 
+void answer_output(struct answer *a, Toolrun__Stream stream, const uint8_t *p, size_t n)
+{
+	toolrun__server_message__init(&a->msg);
+	toolrun__output__init(&a->output);
+	a->output.stream = stream;
+	a->output.data.data = (uint8_t *)p;
+	a->output.data.len = n;
+	a->msg.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_OUTPUT;
+	a->msg.output = &a->output;
+}
+
+void answer_error(struct answer *a, Toolrun__ErrorCode code, const char *message)
+{
+	toolrun__server_message__init(&a->msg);
+	toolrun__error__init(&a->error);
+	a->error.code = code;
+	a->error.message = (char *)message;
+	a->msg.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_ERROR;
+	a->msg.error = &a->error;
+}
+
 static void fill_stats(Toolrun__StreamStats *s, const struct exit_report *r, int i)
 {
 	const struct exit_stream *st = &r->stats[i];

@@ -50,12 +50,18 @@ struct answer {
 	Toolrun__Started started;
 	Toolrun__Exit exit;
 	Toolrun__StreamStats out, err; /* exit's counters */
+	Toolrun__Output output;
+	Toolrun__Error error;
 };
 
 /* version: the protocol version the client spoke in its Hello. */
 void answer_hello(struct answer *a, uint32_t version);
 /* timeout_s: the job's time limit (0: none), for the client's own deadline. */
 void answer_started(struct answer *a, pid_t pid, uint32_t timeout_s);
+/* An Output of n bytes at p (pointed to, not copied) on stream. */
+void answer_output(struct answer *a, Toolrun__Stream stream, const uint8_t *p, size_t n);
+/* An Error: why the request was refused (message pointed to). */
+void answer_error(struct answer *a, Toolrun__ErrorCode code, const char *message);
 /* An Exit for r (a->exit, which a session's reply also carries); r's
  * strings are pointed to, not copied. */
 void answer_exit(struct answer *a, const struct exit_report *r);

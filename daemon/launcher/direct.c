@@ -117,16 +117,12 @@ void direct_refuse(struct direct_client *d, const Toolrun__Error *refusal)
 {
 	uint8_t buf[DIRECT_FRAMES_MAX];
 	size_t len = 0;
-	Toolrun__Error e = TOOLRUN__ERROR__INIT;
-	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
+	struct answer a;
 
 	if (d->fd < 0)
 		return;
-	e.code = refusal->code;
-	e.message = refusal->message;
-	m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_ERROR;
-	m.error = &e;
-	add_frame(d, buf, &len, &m);
+	answer_error(&a, refusal->code, refusal->message);
+	add_frame(d, buf, &len, &a.msg);
 	send_frames(d, buf, len);
 	direct_close(d);
 }
@@ -139,33 +135,30 @@ int direct_timed_out(struct direct_client *d, const char *notice)
 	return d->timeout_notice ? 0 : -ENOMEM;
 }
 
-static uint64_t timeval_us(const struct timeval *tv)
+bool direct_tells_timeout(const struct direct_client *d)
 {
-	return (uint64_t)tv->tv_sec * 1000000u + (uint64_t)tv->tv_usec;
+	return d->fd >= 0 && d->timeout_notice;
 }
 
-void direct_exited(struct direct_client *d, int wait_status, const struct rusage *ru)
+void direct_exited(struct direct_client *d, int wait_status, uint64_t user_us,
+		   uint64_t system_us)
 {
 	uint8_t buf[DIRECT_FRAMES_MAX];
 	size_t len = 0;
 	struct exit_report r = {0};
-	bool timed_out = d->timeout_notice != NULL;
+	bool timed_out = direct_tells_timeout(d);
 
 	if (d->fd < 0)
 		return;
 	if (timed_out) {
-		Toolrun__Output o = TOOLRUN__OUTPUT__INIT;
-		Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
-		o.stream = TOOLRUN__STREAM__STREAM_STDERR;
-		o.data.data = (uint8_t *)d->timeout_notice;
-		o.data.len = strlen(d->timeout_notice);
-		m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_OUTPUT;
-		m.output = &o;
-		add_frame(d, buf, &len, &m);
+		struct answer notice;
+		answer_output(&notice, TOOLRUN__STREAM__STREAM_STDERR,
+			      (const uint8_t *)d->timeout_notice, strlen(d->timeout_notice));
+		add_frame(d, buf, &len, &notice.msg);
 	}
 	answer_wait_status(&r, wait_status, timed_out);
 	r.duration_us = monotonic_us() - d->start_us;
-	r.user_us = timeval_us(&ru->ru_utime);
-	r.system_us = timeval_us(&ru->ru_stime);
+	r.user_us = user_us;
+	r.system_us = system_us;
 	send_exit(d, buf, len, &r);
 }

@@ -15,7 +15,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "launcher.pb-c.h"
@@ -45,9 +44,13 @@ int direct_timed_out(struct direct_client *d, const char *notice);
 /* Its client broke the protocol (launcher.proto: Kill.refusal): this
  * Error instead of an Exit, and the connection is let go. */
 void direct_refuse(struct direct_client *d, const Toolrun__Error *refusal);
-/* It ended (wait4's status and rusage): the notice, if any, then Exit;
- * the connection is let go. */
-void direct_exited(struct direct_client *d, int wait_status, const struct rusage *ru);
+/* Its client is to read that it timed out (direct_timed_out), at its
+ * end: what Exited tells the listener. */
+bool direct_tells_timeout(const struct direct_client *d);
+/* It ended (wait4's status, its CPU time): the notice, if any, then
+ * Exit; the connection is let go. */
+void direct_exited(struct direct_client *d, int wait_status, uint64_t user_us,
+		   uint64_t system_us);
 /* Let go without a word (the launcher shuts down). */
 void direct_close(struct direct_client *d);
 

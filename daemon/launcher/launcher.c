@@ -838,13 +838,13 @@ static void reap(struct launcher *L)
 			e.wait_status = status;
 			e.user_us = timeval_us(&ru.ru_utime);
 			e.system_us = timeval_us(&ru.ru_stime);
-			e.timed_out = j->client.fd >= 0 && j->client.timeout_notice;
+			e.timed_out = direct_tells_timeout(&j->client);
 			m.msg_case = TOOLRUN__LAUNCHER__FROM_LAUNCHER__MSG_EXITED;
 			m.exited = &e;
 			/* The listener before the client: when the client,
 			 * told, goes away, its Exited is already there. */
 			send_msg(L, &m, NULL, 0);
-			direct_exited(&j->client, status, &ru);
+			direct_exited(&j->client, status, e.user_us, e.system_us);
 		}
 		/* A command's session may outlive its leader (a background
 		 * job still writing): the listener's Release ends it. */

@@ -232,39 +232,41 @@ int order_spawn(struct order_link *o, const struct spawn_order *s, char *failure
 /* ------------------------------------------------------------------ */
 /* The small orders                                                    */
 
+static void send_kill(struct order_link *o, Toolrun__Launcher__Kill *k)
+{
+	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
+
+	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_KILL;
+	m.kill = k;
+	order_send(o, &m, NULL, 0);
+}
+
 void order_kill(struct order_link *o, uint64_t job, int signo, enum kill_reach reach)
 {
 	Toolrun__Launcher__Kill k = TOOLRUN__LAUNCHER__KILL__INIT;
-	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
 
 	k.job = job;
 	k.signo = signo;
 	k.whole_tree = reach != KILL_GROUP;
 	k.spare_leader = reach == KILL_BELOW;
 	k.report = reach != KILL_GROUP;
-	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_KILL;
-	m.kill = &k;
-	order_send(o, &m, NULL, 0);
+	send_kill(o, &k);
 }
 
 void order_kill_timed_out(struct order_link *o, uint64_t job, const char *notice)
 {
 	Toolrun__Launcher__Kill k = TOOLRUN__LAUNCHER__KILL__INIT;
-	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
 
 	k.job = job;
 	k.signo = SIGKILL;
 	k.timeout_notice = (char *)notice;
-	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_KILL;
-	m.kill = &k;
-	order_send(o, &m, NULL, 0);
+	send_kill(o, &k);
 }
 
 void order_kill_refused(struct order_link *o, uint64_t job, Toolrun__ErrorCode code,
 			const char *message)
 {
 	Toolrun__Launcher__Kill k = TOOLRUN__LAUNCHER__KILL__INIT;
-	Toolrun__Launcher__ToLauncher m = TOOLRUN__LAUNCHER__TO_LAUNCHER__INIT;
 	Toolrun__Error e = TOOLRUN__ERROR__INIT;
 
 	e.code = code;
@@ -272,9 +274,7 @@ void order_kill_refused(struct order_link *o, uint64_t job, Toolrun__ErrorCode c
 	k.job = job;
 	k.signo = SIGKILL;
 	k.refusal = &e;
-	m.msg_case = TOOLRUN__LAUNCHER__TO_LAUNCHER__MSG_KILL;
-	m.kill = &k;
-	order_send(o, &m, NULL, 0);
+	send_kill(o, &k);
 }
 
 void order_release(struct order_link *o, uint64_t job)

@@ -30,16 +30,11 @@ int reply_output(struct outq *q, Toolrun__Stream stream, const uint8_t *p,
 		 size_t n)
 {
 	while (n > 0) {
-		Toolrun__Output o = TOOLRUN__OUTPUT__INIT;
-		Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
+		struct answer a;
 		size_t chunk = n < REPLY_OUTPUT_MAX ? n : REPLY_OUTPUT_MAX;
 
-		o.stream = stream;
-		o.data.data = (uint8_t *)p;
-		o.data.len = chunk;
-		m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_OUTPUT;
-		m.output = &o;
-		int r = push(q, &m);
+		answer_output(&a, stream, p, chunk);
+		int r = push(q, &a.msg);
 		if (r < 0)
 			return r;
 		p += chunk;
@@ -67,14 +62,10 @@ int reply_session(struct outq *q, const Toolrun__SessionReply *r)
 
 int reply_error(struct outq *q, Toolrun__ErrorCode code, const char *message)
 {
-	Toolrun__Error e = TOOLRUN__ERROR__INIT;
-	Toolrun__ServerMessage m = TOOLRUN__SERVER_MESSAGE__INIT;
+	struct answer a;
 
-	e.code = code;
-	e.message = (char *)message;
-	m.msg_case = TOOLRUN__SERVER_MESSAGE__MSG_ERROR;
-	m.error = &e;
-	return push(q, &m);
+	answer_error(&a, code, message);
+	return push(q, &a.msg);
 }
 
 int reply_pong(struct outq *q, const Toolrun__Pong *pong)

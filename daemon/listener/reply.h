@@ -13,12 +13,10 @@
 #include "outq.h"
 #include "util.h"
 #include "answer.h"
-#include "shape.h"
 #include "toolrun.pb-c.h"
 
 /* Output messages carry at most this much (see toolrun.proto). */
 #define REPLY_OUTPUT_MAX (64 * 1024)
-
 
 /* version: the protocol version the client spoke in its Hello. */
 MUST_CHECK int reply_hello(struct outq *q, uint32_t version);
