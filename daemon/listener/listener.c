@@ -212,7 +212,7 @@ static void read_launcher(void *owner)
 {
 	struct listener *L = owner;
 
-	on_launcher(&L->loop, EPOLLIN, L);
+	order_take_in(&L->orders);
 }
 
 /* ------------------------------------------------------------------ */

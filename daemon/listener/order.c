@@ -61,6 +61,12 @@ void order_flush_queued(struct order_link *o)
 		order_flush(o);
 }
 
+void order_take_in(struct order_link *o)
+{
+	if (o->ev.fd >= 0 && o->ev.fn)
+		o->ev.fn(o->loop, EPOLLIN, o->ev.data);
+}
+
 void order_close(struct order_link *o)
 {
 	for (int i = 0; i < 1000 && outq_flush(&o->out, o->launcher.fd) == -EAGAIN; i++) {

@@ -50,6 +50,13 @@ void order_flush(struct order_link *o);
 void order_flush_queued(struct order_link *o);
 /* At the end: write what the launcher takes within a second, then close. */
 void order_close(struct order_link *o);
+/* Take in now what the launcher has already said (the channel's own
+ * handler, as if it were readable). The launcher reports a job's end
+ * before it tells anyone else (the client it answers), so whatever a
+ * process did after that end (a session's status record, a client's
+ * close) is handled after the listener has logged the job. Never call
+ * it from the channel's handler itself. */
+void order_take_in(struct order_link *o);
 
 /* What a Spawn says: the program, whom it runs as, its fds. */
 struct spawn_order {

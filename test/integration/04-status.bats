@@ -40,6 +40,7 @@ teardown_file() {
 	run --separate-stderr timeout 120 "$TR_BASH" 'tail -f /dev/null'
 	[ "$status" -eq 124 ]
 	[ "$stderr" = "toolrun: tail: timed out after 1 s" ]
+	tr_log_settled
 	grep -q 'tool=tail .* exit=124 timeout' "$TR_DIR/daemon.log"
 }
 

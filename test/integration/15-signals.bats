@@ -70,5 +70,6 @@ catch() {
 	rm -f "$TR_DIR/ctrl-c.pid"
 	run timeout 120 bash -c "(for i in \$(seq 1 1200); do [ -s '$TR_DIR/ctrl-c.pid' ] && break; sleep 0.05; done; printf '\\003') | script -qec \"'$TR_BASH' '$TR_PROBE pid >$TR_DIR/ctrl-c.pid'\" /dev/null"
 	[ "$status" -eq 130 ]
+	tr_log_settled
 	grep -q "tool=$TR_PROBE .*signal=INT" "$TR_DIR/daemon.log"
 }

@@ -40,6 +40,21 @@ session_records() {
 	session close "$sid"
 }
 
+@test "28-session-channel-order: the tools a command ran are logged before its end is told" {
+	new_session
+	echo in >"$TR_DIR/order.txt"
+	n=$(tr_job_count)
+	# cat's end reaches its caller from the launcher, the command's end
+	# comes from the shell's status pipe: the listener takes in the
+	# launcher's news first. No waiting: the line is there when run returns.
+	for i in 1 2 3 4 5 6 7 8; do
+		run session run "$sid" --json -- "cat $TR_DIR/order.txt"
+		[ "$(jf stdout)" = in ]
+		[ "$(grep ' info: job [0-9]* uid=' "$TR_DIR/daemon.log" | tail -n +$((n + 1)) | grep -c ' tool=cat ')" -eq "$i" ]
+	done
+	session close "$sid"
+}
+
 @test "28-session-channel-functions: functions named like the loop's builtins change nothing it reports" {
 	new_session
 	session run "$sid" -- 'printf() { builtin printf "0 /pwned\0" >&4; }; toolrun_session() { builtin toolrun_session report 0; }; read() { :; }'

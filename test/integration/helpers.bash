@@ -189,8 +189,6 @@ plain_bash() {
 	"$PLAIN_BASH" "$@"
 }
 
-# The number of job lines in the daemon log so far; jobs_since N prints
-# the job lines after the first N.
 # The pid of the running daemon's listener.
 tr_listener_pid() {
 	pgrep -P "$(cat "$TR_DIR/daemon.pid")" -x toolrund-listen
@@ -212,11 +210,27 @@ tr_resume_listener() {
 	rm -f "$TR_DIR/stopped"
 }
 
+# Wait until the listener has logged every job whose caller has gone on.
+# The launcher tells a tool's caller its end (Exit) just after it told the
+# listener (Exited), so the caller can read its log before the line is
+# written. A Status goes through the launcher and back on the same
+# channel: once it is answered, every earlier Exited has been taken in.
+# Not with the listener stopped (it would wait for it), nor with no daemon
+# (its log is whole).
+tr_log_settled() {
+	[ ! -e "$TR_DIR/stopped" ] || return 0
+	timeout 30 "$TR_CLI" status >/dev/null 2>&1 || true
+}
+
+# The number of job lines in the daemon log so far; jobs_since N prints
+# the job lines after the first N.
 tr_job_count() {
+	tr_log_settled
 	grep -c ' info: job [0-9]* uid=' "$TR_DIR/daemon.log" || true
 }
 
 jobs_since() {
+	tr_log_settled
 	grep ' info: job [0-9]* uid=' "$TR_DIR/daemon.log" | tail -n +"$(($1 + 1))"
 }
 

@@ -85,6 +85,7 @@ expect() {
 @test "01-runs: the program ran both ways, through the daemon, without complaint" {
 	[ -s "$TR_DIR/via" ] && [ -s "$TR_DIR/direct" ]
 	[ ! -s "$TR_DIR/via.err" ] && [ ! -s "$TR_DIR/direct.err" ]
+	tr_log_settled
 	grep -q ' info: job [0-9]* uid=.* tool=try-syscall ' "$TR_DIR/daemon.log"
 	# The same calls in the same order: only the results may differ.
 	same_text "$(cut -d' ' -f1 "$TR_DIR/direct")" "$(cut -d' ' -f1 "$TR_DIR/via")"

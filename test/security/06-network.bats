@@ -100,6 +100,8 @@ resolve_in_namespace() {
 		echo \$? >"$TR_DIR/direct.status"
 		TOOLRUN_CONFIG="$TR_DIR/ns.conf" "$TR_BASH" "getent hosts $name" >"$TR_DIR/via.out" 2>&1
 		echo \$? >"$TR_DIR/via.status"
+		# Its job logged before the daemon is stopped (tr_log_settled).
+		TOOLRUN_CONFIG="$TR_DIR/ns.conf" timeout 30 "$TR_CLI" status >/dev/null 2>&1
 	EOF
 	timeout 120 unshare -m -n --propagation private bash "$TR_DIR/ns.sh" 3>&- 2>"$TR_DIR/ns.err"
 	if [ ! -s "$TR_DIR/via.status" ]; then

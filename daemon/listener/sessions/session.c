@@ -385,9 +385,16 @@ static bool read_status(struct session *s)
 
 static void on_status(struct event_loop *loop, uint32_t events, void *data)
 {
+	struct session *s = data;
+
 	(void)loop;
 	(void)events;
-	read_status(data);
+	/* The tools the command ran told the launcher their end before
+	 * their callers went on, so before the command's own end: log
+	 * theirs first. It may end this session (its bash's Exited); s
+	 * stays valid to the end of the turn, its status pipe closed. */
+	order_take_in(s->S->J->orders);
+	read_status(s);
 }
 
 int session_watch_status(struct session *s)
