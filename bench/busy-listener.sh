@@ -22,7 +22,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$here")
-upstream_prog=busy-listener.sh
+upstream_prog=busy-listener
 # shellcheck source=bench/figures.sh
 . "$here/figures.sh"
 

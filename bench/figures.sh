@@ -1,6 +1,7 @@
 #!/bin/bash
 # figures.sh: what the suite benchmarks share (bench/workloads.sh,
-# bench/upstream-suites.sh), sourced after they set `upstream_prog` (the
+# bench/upstream-suites.sh; bench/busy-listener.sh takes its errors and
+# median), sourced after they set `upstream_prog` (the
 # name their messages start with) and `repo`: their errors, the median of
 # a column of seconds, one figure as JSON, and the report around the
 # figures (date, command, machine, load, toolrun's revision).
